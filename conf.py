@@ -1,0 +1,75 @@
+"""Sphinx configuration. The source directory is the repository root."""
+
+project = "JAX sharding performance, executed"
+author = "The shard-perf-docs authors"
+copyright = "2026, the shard-perf-docs authors"
+
+extensions = [
+    "myst_nb",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.viewcode",
+    "sphinx_copybutton",
+    "sphinx_design",
+]
+
+root_doc = "docs/index"
+source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb"}
+exclude_patterns = [
+    "README.md",
+    "_build",
+    ".nox",
+    ".venv",
+    "venv",
+    ".git",
+    ".ci",
+    "tests",
+    "snippets",
+    "**/.pytest_cache",
+    "**/.ipynb_checkpoints",
+]
+
+# Guides execute at build time; the cache means an unchanged guide never re-runs,
+# and a failing cell fails the build with the guide's name.
+nb_execution_mode = "cache"
+nb_execution_cache_path = "_build/.jupyter_cache"
+nb_execution_raise_on_error = True
+nb_execution_show_tb = True
+nb_execution_timeout = 600
+nb_merge_streams = True
+myst_enable_extensions = ["colon_fence", "dollarmath", "deflist"]
+myst_heading_anchors = 3
+
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+autodoc_default_options = {"members": True, "show-inheritance": True}
+
+html_theme = "sphinx_book_theme"
+html_title = "JAX sharding performance, executed"
+html_theme_options = {
+    "show_toc_level": 2,
+    "home_page_in_toc": True,
+    "use_download_button": True,
+    "repository_provider": "github",
+}
+html_static_path: list[str] = []
+
+# No network at build time: no intersphinx, no remote images.
+
+ROOT_REDIRECT = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="refresh" content="0; url=docs/index.html">
+<link rel="canonical" href="docs/index.html">
+<title>{title}</title></head>
+<body><p><a href="docs/index.html">{title}</a></p></body></html>
+"""
+
+
+def _write_root_redirect(app, exception):
+    """Make ``_build/html/index.html`` open the landing page, which lives in ``docs/``."""
+    if exception is None and app.builder.format == "html":
+        (app.outdir / "index.html").write_text(ROOT_REDIRECT.format(title=html_title))
+
+
+def setup(app):
+    app.connect("build-finished", _write_root_redirect)
