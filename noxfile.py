@@ -36,7 +36,7 @@ def lint(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Snippet tests, doctests, every guide executed, and the site built with -W."""
     install(session, "test")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", *(session.posargs or ["-v"]))
 
 
 @nox.session(default=False)

@@ -1,0 +1,339 @@
+"""A general dense layer whose kernel can be stored transposed, and the LM head built on it.
+
+``DenseGeneral(kernel_transposed=True)`` allocates its kernel as
+``out_features + in_features`` (``[vocab, embed]`` for an LM head) and contracts
+on the kernel's trailing axes, so the output is unchanged while the weight
+gradient comes out of autodiff already in the stored orientation. The idea and
+the flag come from MaxText's ``lm_head_kernel_transposed`` (see the shard-mode
+guide for the source); this is our implementation.
+
+Run ``python -m snippets.lm_head [--json]`` for a summary of both orientations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+from flax.linen import logical_to_mesh_axes
+from jax import lax
+from jax.sharding import PartitionSpec
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+
+Shape = tuple[int, ...]
+KernelInit = Callable[[jax.Array, Shape, Any, Shape, Shape], jax.Array]
+LogicalRules = Sequence[tuple[str, str | tuple[str, ...] | None]]
+
+
+def default_kernel_init(
+    key: jax.Array, shape: Shape, dtype: Any, in_axis: Shape, out_axis: Shape
+) -> jax.Array:
+    """Truncated-normal fan-in scaling, with fan-in taken over ``in_axis`` (as in MaxText)."""
+    init = jax.nn.initializers.variance_scaling(
+        1.0, "fan_in", "truncated_normal", in_axis=in_axis, out_axis=out_axis
+    )
+    return init(key, shape, dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class Int8Quant:
+    """A placeholder quantisation config: symmetric int8 fake-quantisation of the kernel."""
+
+    def fake_quantize(self, kernel: jax.Array, contract_axes: Shape) -> jax.Array:
+        """Round ``kernel`` to int8 steps, one scale per output feature."""
+        scale = jnp.max(jnp.abs(kernel), axis=contract_axes, keepdims=True) / 127.0
+        scale = jnp.where(scale == 0, 1.0, scale)
+        return jnp.round(kernel / scale) * scale
+
+
+def _as_tuple(value: int | Sequence[int]) -> Shape:
+    return (value,) if isinstance(value, int) else tuple(value)
+
+
+def stored_order(in_part: tuple, out_part: tuple, kernel_transposed: bool) -> tuple:
+    """Concatenate per-feature entries (sizes or axis names) in the kernel's stored order.
+
+    >>> stored_order(("embed",), ("vocab",), kernel_transposed=True)
+    ('vocab', 'embed')
+    """
+    return (*out_part, *in_part) if kernel_transposed else (*in_part, *out_part)
+
+
+class DenseGeneral(nnx.Module):
+    """A dense layer over one or more input axes, with an optional transposed kernel.
+
+    ``kernel_axes`` are logical axis names in the usual ``in..., out...`` order
+    whatever the orientation; the layer permutes them with the kernel, so a
+    sharding rule keeps naming the same axis.
+    """
+
+    def __init__(
+        self,
+        in_features: int | Sequence[int],
+        out_features: int | Sequence[int],
+        *,
+        axis: int | Sequence[int] = -1,
+        kernel_axes: Sequence[str | None] = (),
+        use_bias: bool = False,
+        dtype: Any = jnp.float32,
+        param_dtype: Any = jnp.float32,
+        kernel_init: KernelInit = default_kernel_init,
+        quant: Int8Quant | None = None,
+        kernel_transposed: bool = False,
+        rngs: nnx.Rngs,
+    ):
+        self.in_features, self.out_features = _as_tuple(in_features), _as_tuple(out_features)
+        self.axis = _as_tuple(axis)
+        self.kernel_transposed = kernel_transposed
+        self.quant = quant
+        self.dtype = dtype
+        n_in, n_out = len(self.in_features), len(self.out_features)
+        if len(self.axis) != n_in:
+            raise ValueError(
+                f"axis {self.axis} must name one input axis per in_feature {self.in_features}."
+            )
+        if kernel_axes and len(kernel_axes) != n_in + n_out:
+            raise ValueError(
+                f"kernel_axes {tuple(kernel_axes)} must name {n_in + n_out} axes "
+                f"(in_features {self.in_features}, then out_features {self.out_features})."
+            )
+        if kernel_transposed and quant is not None:
+            raise ValueError(
+                "kernel_transposed=True cannot be combined with quant: the quantised matmul "
+                "expects the kernel in [in..., out...] order. Drop one of the two."
+            )
+        # Initialise in the canonical [in..., out...] shape, then permute: the same seed
+        # gives the same matrix in both orientations, and fan-in is over the input axes.
+        canonical = kernel_init(
+            rngs.params(),
+            (*self.in_features, *self.out_features),
+            param_dtype,
+            tuple(range(n_in)),
+            tuple(range(n_in, n_in + n_out)),
+        )
+        self.kernel_permutation = stored_order(
+            tuple(range(n_in)), tuple(range(n_in, n_in + n_out)), kernel_transposed
+        )
+        self.kernel_axes = (
+            tuple(kernel_axes[i] for i in self.kernel_permutation) if kernel_axes else ()
+        )
+        self.kernel = nnx.Param(
+            jnp.transpose(canonical, self.kernel_permutation),
+            out_sharding=self.kernel_axes or None,
+            eager_sharding=False,
+        )
+        bias_axes = tuple(kernel_axes[n_in:]) if kernel_axes else None
+        self.bias = (
+            nnx.Param(
+                jnp.zeros(self.out_features, param_dtype),
+                out_sharding=bias_axes,
+                eager_sharding=False,
+            )
+            if use_bias
+            else None
+        )
+
+    @property
+    def contract_axes(self) -> Shape:
+        """The kernel axes the input is contracted with: leading, or trailing when transposed."""
+        n_in, n_out = len(self.in_features), len(self.out_features)
+        return tuple(range(n_out, n_out + n_in)) if self.kernel_transposed else tuple(range(n_in))
+
+    def __call__(
+        self,
+        inputs: jax.Array,
+        out_sharding: Any = None,
+        slice_bounds: tuple[int, int] | None = None,
+    ) -> jax.Array:
+        """Contract ``inputs`` over ``axis`` with the kernel; ``slice_bounds`` keeps a slice of the last output feature."""
+        if slice_bounds is not None and self.kernel_transposed:
+            raise ValueError(
+                "slice_bounds cannot be used with kernel_transposed=True: it slices the trailing "
+                "output-feature axis, which a transposed kernel stores at the front."
+            )
+        axis = tuple(a % inputs.ndim for a in self.axis)
+        got = tuple(inputs.shape[a] for a in axis)
+        if got != self.in_features:
+            raise ValueError(
+                f"Input of shape {inputs.shape} has sizes {got} on axis {self.axis}, "
+                f"but this layer was built for in_features {self.in_features}."
+            )
+        kernel = self.kernel[...]
+        bias = self.bias[...] if self.bias is not None else None
+        if self.quant is not None:
+            kernel = self.quant.fake_quantize(kernel, self.contract_axes)
+        if slice_bounds is not None:
+            kernel = kernel[..., slice_bounds[0] : slice_bounds[1]]
+            bias = bias[..., slice_bounds[0] : slice_bounds[1]] if bias is not None else None
+        inputs, kernel = inputs.astype(self.dtype), kernel.astype(self.dtype)
+        out = lax.dot_general(
+            inputs, kernel, ((axis, self.contract_axes), ((), ())), out_sharding=out_sharding
+        )
+        return out + bias.astype(self.dtype) if bias is not None else out
+
+
+def dense_general_linen(*args: Any, **kwargs: Any) -> nnx.bridge.ToLinen:
+    """The same layer as a flax linen module (the other path MaxText wires), via ``nnx.bridge``.
+
+    Takes ``DenseGeneral``'s arguments except ``rngs``; linen's ``init`` supplies them.
+    """
+    return nnx.bridge.to_linen(DenseGeneral, *args, **kwargs)
+
+
+class LMHeadConfig(BaseModel):
+    """The configuration of the output head: sizes, shard mode and the transposed-kernel flag."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    emb_dim: PositiveInt
+    vocab_size: PositiveInt
+    shard_mode: Literal["auto", "explicit"] = "auto"
+    logits_via_embedding: bool = Field(
+        False,
+        description="Tie the head to the token embedding (attend on it) instead of an untied kernel.",
+    )
+    lm_head_kernel_transposed: bool = Field(
+        False,
+        description=(
+            "Store the untied head kernel as [vocab, embed] instead of [embed, vocab]. Removes the "
+            "weight-gradient transpose under shard_mode='explicit'; changes the checkpoint orientation."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _transposed_kernel_needs_an_untied_head(self) -> LMHeadConfig:
+        if self.lm_head_kernel_transposed and self.logits_via_embedding:
+            raise ValueError(
+                "lm_head_kernel_transposed=True requires logits_via_embedding=False: a tied head "
+                "attends on the embedding table, so there is no untied kernel to transpose."
+            )
+        return self
+
+
+HEAD_KERNEL_AXES = ("embed", "vocab")
+"""The LM head kernel's logical axes, in the canonical ``in, out`` order."""
+
+
+class AttendOnEmbedding(nnx.Module):
+    """The tied output head: logits are the embedding table attending on the hidden states."""
+
+    def __init__(self, embedding: nnx.Embed):
+        self.embedding = embedding
+
+    def __call__(self, inputs: jax.Array, out_sharding: Any = None) -> jax.Array:
+        """Logits ``inputs @ table.T``, with ``out_sharding`` passed to the dot."""
+        table = self.embedding.embedding[...]
+        return jnp.einsum("...e,ve->...v", inputs, table, out_sharding=out_sharding)
+
+
+def build_output_head(
+    config: LMHeadConfig, *, rngs: nnx.Rngs, embedding: nnx.Embed | None = None
+) -> DenseGeneral | AttendOnEmbedding:
+    """The untied dense head, or attend-on-embedding when ``logits_via_embedding`` is set."""
+    if config.logits_via_embedding:
+        if embedding is None:
+            raise ValueError(
+                "logits_via_embedding=True needs the token embedding: pass embedding=."
+            )
+        return AttendOnEmbedding(embedding)
+    return DenseGeneral(
+        config.emb_dim,
+        config.vocab_size,
+        kernel_axes=HEAD_KERNEL_AXES,
+        kernel_transposed=config.lm_head_kernel_transposed,
+        rngs=rngs,
+    )
+
+
+def head_kernel_spec(
+    config: LMHeadConfig, rules: LogicalRules, check: PartitionSpec | None = None
+) -> PartitionSpec:
+    """The head kernel's PartitionSpec in its stored orientation, from logical axis rules.
+
+    Both orientations are rank 2, so a spec written for the wrong one would
+    mis-shard silently; pass it as ``check`` to have it compared and rejected.
+
+    >>> config = LMHeadConfig(emb_dim=8, vocab_size=16, lm_head_kernel_transposed=True)
+    >>> head_kernel_spec(config, [("embed", None), ("vocab", "model")])
+    P('model', None)
+    """
+    axes = stored_order(
+        HEAD_KERNEL_AXES[:1], HEAD_KERNEL_AXES[1:], config.lm_head_kernel_transposed
+    )
+    spec = logical_to_mesh_axes(axes, rules)
+    if check is not None and tuple(check) != tuple(spec):
+        layout = "[vocab, embed]" if config.lm_head_kernel_transposed else "[embed, vocab]"
+        raise ValueError(
+            f"PartitionSpec {check} does not fit the LM head kernel stored as {layout} "
+            f"(lm_head_kernel_transposed={config.lm_head_kernel_transposed}); the rules give {spec}. "
+            "A spec for the other orientation would shard the wrong axis."
+        )
+    return spec
+
+
+def orientation_report(emb: int = 64, vocab: int = 256, tokens: int = 32, seed: int = 0) -> dict:
+    """Build the head both ways from one seed and compare shapes, axes, outputs and gradients.
+
+    Bit-identity holds at many shapes but not all: XLA:CPU may choose another
+    dot kernel when the kernel is stored transposed, so the maximum differences
+    are reported beside the flags.
+    """
+    heads = {
+        name: DenseGeneral(
+            emb, vocab, kernel_axes=HEAD_KERNEL_AXES, kernel_transposed=flag, rngs=nnx.Rngs(seed)
+        )
+        for name, flag in (("EV", False), ("VE", True))
+    }
+    x = jax.random.normal(jax.random.key(seed + 1), (tokens, emb))
+
+    def loss(head: DenseGeneral) -> jax.Array:
+        return jax.nn.logsumexp(head(x), axis=-1).sum()
+
+    logits = {name: head(x) for name, head in heads.items()}
+    grads = {name: nnx.grad(loss)(head).kernel[...] for name, head in heads.items()}
+    kernels = {name: head.kernel[...] for name, head in heads.items()}
+    report = {
+        name: {"kernel_shape": list(head.kernel.shape), "kernel_axes": list(head.kernel_axes)}
+        for name, head in heads.items()
+    }
+    report["forward_identical"] = bool(jnp.array_equal(logits["EV"], logits["VE"]))
+    report["grad_identical"] = bool(jnp.array_equal(grads["EV"], grads["VE"].T))
+    report["forward_max_abs_diff"] = float(jnp.max(jnp.abs(logits["EV"] - logits["VE"])))
+    report["grad_max_abs_diff"] = float(jnp.max(jnp.abs(grads["EV"] - grads["VE"].T)))
+    report["same_seed_identical"] = bool(jnp.array_equal(kernels["EV"], kernels["VE"].T))
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print the two orientations side by side."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.add_argument("--emb", type=int, default=64)
+    parser.add_argument("--vocab", type=int, default=256)
+    parser.add_argument("--tokens", type=int, default=32)
+    args = parser.parse_args(argv)
+    report = orientation_report(args.emb, args.vocab, args.tokens)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    for name in ("EV", "VE"):
+        print(
+            f"{name}: kernel {tuple(report[name]['kernel_shape'])}, axes {tuple(report[name]['kernel_axes'])}"
+        )
+    for key in (
+        "forward_identical",
+        "grad_identical",
+        "same_seed_identical",
+        "forward_max_abs_diff",
+    ):
+        print(f"{key}: {report[key]}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,234 @@
+"""The transposed-kernel DenseGeneral, its linen form, the head config and the spec helper."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+from pydantic import ValidationError
+
+from snippets.devices import make_mesh
+from snippets.lm_head import (
+    AttendOnEmbedding,
+    DenseGeneral,
+    Int8Quant,
+    LMHeadConfig,
+    build_output_head,
+    dense_general_linen,
+    head_kernel_spec,
+    orientation_report,
+)
+
+RULES = [("embed", None), ("vocab", "model")]
+OUT_FEATURES = [6, (2, 8)]
+
+
+def pair(in_features, out_features, **kwargs):
+    """The same layer from the same seed, stored [in, out] and [out, in]."""
+    return tuple(
+        DenseGeneral(in_features, out_features, kernel_transposed=flag, rngs=nnx.Rngs(0), **kwargs)
+        for flag in (False, True)
+    )
+
+
+def canonical(layer, kernel):
+    """A kernel-shaped array of ``layer`` permuted back to [in..., out...]."""
+    return jnp.transpose(kernel, np.argsort(layer.kernel_permutation))
+
+
+def test_kernel_shape_and_axes_are_permuted():
+    ev, ve = pair((4, 3), (2, 8), axis=(-2, -1), kernel_axes=("a", "b", "c", "d"))
+    assert ev.kernel.shape == (4, 3, 2, 8)
+    assert ve.kernel.shape == (2, 8, 4, 3)
+    assert ev.kernel_axes == ("a", "b", "c", "d")
+    assert ve.kernel_axes == ("c", "d", "a", "b")
+    assert nnx.get_partition_spec(nnx.state(ve))["kernel"].get_value() == P("c", "d", "a", "b")
+
+
+@pytest.mark.parametrize("out_features", OUT_FEATURES, ids=str)
+def test_forward_is_bit_identical(out_features):
+    ev, ve = pair(16, out_features)
+    x = jax.random.normal(jax.random.key(1), (5, 16))
+    y_ev, y_ve = ev(x), ve(x)
+    assert y_ev.shape == y_ve.shape == (5, *np.atleast_1d(out_features))
+    assert jnp.array_equal(y_ev, y_ve)
+
+
+@pytest.mark.parametrize("out_features", OUT_FEATURES, ids=str)
+def test_gradient_is_bit_identical_modulo_the_transpose(out_features):
+    ev, ve = pair(16, out_features)
+    x = jax.random.normal(jax.random.key(1), (5, 16))
+
+    def loss(layer):
+        return jnp.sum(jnp.sin(layer(x)))
+
+    g_ev, g_ve = nnx.grad(loss)(ev).kernel[...], nnx.grad(loss)(ve).kernel[...]
+    assert g_ve.shape == ve.kernel.shape
+    assert not jnp.array_equal(g_ev, jnp.zeros_like(g_ev))
+    assert jnp.array_equal(g_ev, canonical(ve, g_ve))
+
+
+def test_bias_tracks_the_output_features_in_both_orientations():
+    for layer in pair(16, (2, 8), use_bias=True, kernel_axes=("embed", "heads", "vocab")):
+        assert layer.bias.shape == (2, 8)
+        assert nnx.get_partition_spec(nnx.state(layer))["bias"].get_value() == P("heads", "vocab")
+    ev, ve = pair(16, (2, 8), use_bias=True)
+    for layer in (ev, ve):
+        layer.bias[...] = jnp.arange(16.0).reshape(2, 8)
+    x = jnp.ones((3, 16))
+    assert jnp.array_equal(ev(x), ve(x))
+    assert not jnp.array_equal(ev(x), pair(16, (2, 8))[0](x))
+
+
+def test_same_seed_gives_the_same_matrix_transposed():
+    ev, ve = pair((4, 16), (2, 8), axis=(-2, -1))
+    assert jnp.array_equal(ev.kernel[...], canonical(ve, ve.kernel[...]))
+
+
+def test_init_statistics_use_fan_in_over_the_input_axes():
+    ev, ve = pair((4, 16), (2, 64), axis=(-2, -1))
+    std_ev, std_ve = float(jnp.std(ev.kernel[...])), float(jnp.std(ve.kernel[...]))
+    assert std_ev == pytest.approx(std_ve, rel=1e-6)
+    assert std_ev == pytest.approx(1 / np.sqrt(4 * 16), rel=0.05)
+
+
+def test_out_sharding_on_an_explicit_mesh_matches_the_unsharded_result():
+    mesh = make_mesh((2, 2), ("data", "model"), "explicit")
+    x = jax.random.normal(jax.random.key(1), (8, 16))
+    for flag in (False, True):
+        config = LMHeadConfig(emb_dim=16, vocab_size=32, lm_head_kernel_transposed=flag)
+        head = build_output_head(config, rngs=nnx.Rngs(0))
+        expected = head(x)
+        with jax.set_mesh(mesh):
+            head.kernel.set_value(
+                jax.device_put(
+                    head.kernel[...], NamedSharding(mesh, head_kernel_spec(config, RULES))
+                )
+            )
+            xs = jax.device_put(x, NamedSharding(mesh, P("data", None)))
+            logits = head(xs, out_sharding=P("data", "model"))
+        assert logits.sharding.spec == P("data", "model")
+        np.testing.assert_allclose(logits, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_slice_bounds_keep_a_slice_of_the_output_features():
+    layer = pair(16, 10, use_bias=True)[0]
+    x = jnp.ones((3, 16))
+    assert jnp.array_equal(layer(x, slice_bounds=(2, 5)), layer(x)[:, 2:5])
+
+
+def test_quant_fake_quantizes_the_kernel():
+    plain = DenseGeneral(16, 8, rngs=nnx.Rngs(0))
+    quantized = DenseGeneral(16, 8, quant=Int8Quant(), rngs=nnx.Rngs(0))
+    x = jax.random.normal(jax.random.key(1), (3, 16))
+    assert not jnp.array_equal(plain(x), quantized(x))
+    np.testing.assert_allclose(plain(x), quantized(x), atol=0.05)
+
+
+def test_transposed_kernel_rejects_quant():
+    with pytest.raises(ValueError, match="kernel_transposed=True cannot be combined with quant"):
+        DenseGeneral(16, 8, quant=Int8Quant(), kernel_transposed=True, rngs=nnx.Rngs(0))
+
+
+def test_transposed_kernel_rejects_slice_bounds():
+    layer = pair(16, 8)[1]
+    with pytest.raises(ValueError, match="slice_bounds cannot be used with kernel_transposed=True"):
+        layer(jnp.ones((2, 16)), slice_bounds=(0, 4))
+
+
+def test_input_that_does_not_match_the_axes_is_rejected():
+    layer = pair(16, 8)[1]
+    with pytest.raises(ValueError, match=r"sizes \(12,\) on axis \(-1,\).*in_features \(16,\)"):
+        layer(jnp.ones((2, 12)))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"axis": (-2, -1)}, "must name one input axis per in_feature"),
+        ({"kernel_axes": ("embed",)}, "kernel_axes .* must name 2 axes"),
+    ],
+)
+def test_inconsistent_construction_is_rejected(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        DenseGeneral(16, 8, rngs=nnx.Rngs(0), **kwargs)
+
+
+@pytest.mark.parametrize("flag", [False, True])
+def test_linen_and_nnx_agree(flag):
+    x = jax.random.normal(jax.random.key(1), (3, 16))
+    module = dense_general_linen(16, (2, 8), kernel_transposed=flag, use_bias=True)
+    variables = module.init(jax.random.key(0), x)
+    kernel = variables["params"]["kernel"].value
+    layer = DenseGeneral(16, (2, 8), kernel_transposed=flag, use_bias=True, rngs=nnx.Rngs(0))
+    assert kernel.shape == layer.kernel.shape
+    assert set(variables["params"]) == {"kernel", "bias"}
+    layer.kernel[...] = kernel
+    assert jnp.array_equal(module.apply(variables, x), layer(x))
+
+
+def test_config_rejects_a_transposed_kernel_on_a_tied_head():
+    with pytest.raises(ValidationError) as error:
+        LMHeadConfig(
+            emb_dim=8, vocab_size=16, logits_via_embedding=True, lm_head_kernel_transposed=True
+        )
+    assert "lm_head_kernel_transposed=True requires logits_via_embedding=False" in str(error.value)
+
+
+def test_config_rejects_an_unknown_shard_mode():
+    with pytest.raises(ValidationError, match="shard_mode"):
+        LMHeadConfig(emb_dim=8, vocab_size=16, shard_mode="manual")
+
+
+def test_build_output_head_untied_and_tied():
+    untied = build_output_head(
+        LMHeadConfig(emb_dim=8, vocab_size=16, lm_head_kernel_transposed=True), rngs=nnx.Rngs(0)
+    )
+    assert untied.kernel.shape == (16, 8)
+    embedding = nnx.Embed(16, 8, rngs=nnx.Rngs(0))
+    tied = build_output_head(
+        LMHeadConfig(emb_dim=8, vocab_size=16, logits_via_embedding=True),
+        rngs=nnx.Rngs(0),
+        embedding=embedding,
+    )
+    assert isinstance(tied, AttendOnEmbedding)
+    x = jnp.ones((2, 8))
+    assert jnp.array_equal(tied(x), embedding.attend(x))
+    with pytest.raises(ValueError, match="needs the token embedding"):
+        build_output_head(
+            LMHeadConfig(emb_dim=8, vocab_size=16, logits_via_embedding=True), rngs=nnx.Rngs(0)
+        )
+
+
+@pytest.mark.parametrize(("flag", "spec"), [(False, P(None, "model")), (True, P("model", None))])
+def test_head_kernel_spec_follows_the_stored_orientation(flag, spec):
+    config = LMHeadConfig(emb_dim=8, vocab_size=16, lm_head_kernel_transposed=flag)
+    assert head_kernel_spec(config, RULES) == spec
+    assert head_kernel_spec(config, RULES, check=spec) == spec
+
+
+def test_head_kernel_spec_rejects_a_spec_for_the_other_orientation():
+    config = LMHeadConfig(emb_dim=8, vocab_size=16, lm_head_kernel_transposed=True)
+    with pytest.raises(
+        ValueError, match=r"does not fit the LM head kernel stored as \[vocab, embed\]"
+    ):
+        head_kernel_spec(config, RULES, check=P(None, "model"))
+
+
+def test_orientation_report():
+    report = orientation_report()
+    assert report["EV"] == {"kernel_shape": [64, 256], "kernel_axes": ["embed", "vocab"]}
+    assert report["VE"] == {"kernel_shape": [256, 64], "kernel_axes": ["vocab", "embed"]}
+    assert report["forward_identical"]
+    assert report["grad_identical"]
+    assert report["same_seed_identical"]
+
+
+def test_orientations_agree_to_rounding_at_every_size():
+    """XLA:CPU may pick another dot kernel for the transposed operand; only rounding may differ."""
+    report = orientation_report(emb=16, vocab=32, tokens=8)
+    assert report["same_seed_identical"]
+    assert report["forward_max_abs_diff"] < 1e-5
+    assert report["grad_max_abs_diff"] < 1e-5
