@@ -1,0 +1,188 @@
+"""Small readers of HLO text: instructions, shapes and the collectives a module runs.
+
+They work on the text of ``lowered.compiler_ir("hlo").as_hlo_text()`` (before
+optimisation) and ``compiled.as_text()`` (after), so every count a guide shows
+is read from the program itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from fractions import Fraction
+
+DTYPE_BYTES = {
+    "pred": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1,
+    "bf16": 2, "f16": 2, "s16": 2, "u16": 2,
+    "f32": 4, "s32": 4, "u32": 4,
+    "f64": 8, "s64": 8, "u64": 8, "c64": 8, "c128": 16,
+}  # fmt: skip
+"""Bytes per element of the HLO element types the readers may meet."""
+
+_ARRAY_SHAPE = re.compile(r"(?P<dtype>[a-z]\w*)\[(?P<dims>[\d,]*)\]")
+_HEADER = re.compile(r"^\s*(?:ROOT\s+)?%(?P<name>[\w.\-]+)\s*=\s*")
+_OPERAND = re.compile(r"%([\w.\-]+)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Instruction:
+    """One HLO instruction: its name, result shape text, opcode, operand names and attributes."""
+
+    name: str
+    shape: str
+    opcode: str
+    operands: tuple[str, ...]
+    attributes: str
+
+
+def _balanced(text: str, start: int) -> int:
+    """Index just past the parenthesis group that opens at ``text[start]``."""
+    depth = 0
+    for index in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[index], 0)
+        if depth == 0:
+            return index + 1
+    raise ValueError(f"Unbalanced parentheses in HLO line: {text!r}")
+
+
+def parse_instruction(line: str) -> Instruction | None:
+    """Parse one line of HLO text; ``None`` for lines that are not instructions.
+
+    >>> parse_instruction("  ROOT %t = f32[4,2]{1,0} transpose(f32[2,4]{1,0} %d), dimensions={1,0}")
+    Instruction(name='t', shape='f32[4,2]{1,0}', opcode='transpose', operands=('d',), attributes=', dimensions={1,0}')
+    """
+    header = _HEADER.match(line)
+    if header is None:
+        return None
+    rest = line[header.end() :]
+    if rest.startswith("("):
+        end = _balanced(rest, 0)
+        shape, rest = rest[:end], rest[end:].lstrip()
+    else:
+        shape, _, rest = rest.partition(" ")
+    opcode, paren, rest = rest.partition("(")
+    if not paren:
+        return None
+    end = _balanced("(" + rest, 0) - 1
+    operands = tuple(_OPERAND.findall(rest[: end - 1]))
+    return Instruction(header["name"], shape, opcode.strip(), operands, rest[end:])
+
+
+def instructions(hlo_text: str) -> list[Instruction]:
+    """Every instruction in an HLO module, in text order, fused computations included."""
+    return [inst for line in hlo_text.splitlines() if (inst := parse_instruction(line))]
+
+
+def array_shapes(shape: str) -> list[tuple[str, tuple[int, ...]]]:
+    """The (dtype, dims) of every array in a shape, tuple shapes flattened.
+
+    >>> array_shapes("(f32[2,3]{1,0}, bf16[])")
+    [('f32', (2, 3)), ('bf16', ())]
+    """
+    return [
+        (m["dtype"], tuple(int(d) for d in m["dims"].split(",") if d))
+        for m in _ARRAY_SHAPE.finditer(shape)
+    ]
+
+
+def shape_bytes(shape: str) -> int:
+    """Bytes of all arrays in a shape.
+
+    >>> shape_bytes("f32[1,2]{1,0}")
+    8
+    """
+    return sum(DTYPE_BYTES[dtype] * math.prod(dims) for dtype, dims in array_shapes(shape))
+
+
+def group_size(attributes: str) -> int:
+    """The number of ranks in each replica group of a collective's attributes.
+
+    Reads the three spellings XLA prints: explicit lists ``{{0,1},{2,3}}``, iota
+    ``[2,2]<=[4]`` and named mesh axes ``mesh['x'=4,'y'=2] {'x'}``.
+
+    >>> group_size("replica_groups={{0,1,2,3}}, dimensions={0}")
+    4
+    >>> group_size("replica_groups=[2,2]<=[4], dimensions={0}")
+    2
+    >>> group_size("replica_groups=mesh['axis_0'=4,'axis_1'=2] {'axis_0'}, to_apply=%add")
+    4
+    """
+    if match := re.search(r"replica_groups=\{\{([\d,]*)\}", attributes):
+        return len(match[1].split(","))
+    if match := re.search(r"replica_groups=\[([\d,]+)\]<=", attributes):
+        return int(match[1].split(",")[-1])
+    if match := re.search(r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}", attributes):
+        sizes = {
+            name.strip("'"): int(size) for name, size in re.findall(r"('[^']+')=(\d+)", match[1])
+        }
+        return math.prod(sizes[name.strip(" '")] for name in match[2].split(","))
+    raise ValueError(f"No replica_groups this reader understands in: {attributes[:200]!r}")
+
+
+COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "collective-permute")
+
+
+@dataclasses.dataclass(frozen=True)
+class Collective:
+    """A collective in a compiled module and what each rank sends under the ring model."""
+
+    kind: str
+    shape: str
+    ranks: int
+    bytes_per_rank: float
+
+
+def ring_bytes_per_rank(kind: str, result_bytes: int, ranks: int) -> float:
+    """Bytes one rank sends for a collective whose per-rank result has ``result_bytes``.
+
+    Ring model: reduce-scatter and all-gather send ``(N-1)/N`` of the full
+    tensor, all-reduce twice that; a collective-permute sends its buffer once.
+
+    >>> ring_bytes_per_rank("reduce-scatter", result_bytes=8, ranks=2)
+    8
+    >>> ring_bytes_per_rank("all-reduce", result_bytes=16, ranks=2)
+    16
+    """
+    full = {"reduce-scatter": result_bytes * ranks}.get(kind, result_bytes)
+    share = {"all-reduce": Fraction(2 * (ranks - 1), ranks), "collective-permute": Fraction(1)}
+    sent = full * share.get(kind, Fraction(ranks - 1, ranks))
+    return int(sent) if sent.denominator == 1 else float(sent)
+
+
+def collectives(hlo_text: str) -> list[Collective]:
+    """The collectives of a module with their result shape, ranks and bytes sent per rank."""
+    found = []
+    for inst in instructions(hlo_text):
+        kind = inst.opcode.removesuffix("-start")
+        if kind not in COLLECTIVES:
+            continue
+        shape = inst.shape
+        if inst.opcode.endswith("-start") and kind in ("all-gather", "collective-permute"):
+            shape = list(_ARRAY_SHAPE.finditer(shape))[-1][0]  # async start: (operand, result)
+        ranks = 2 if kind == "collective-permute" else group_size(inst.attributes)
+        result = shape_bytes(shape)
+        found.append(Collective(kind, shape, ranks, ring_bytes_per_rank(kind, result, ranks)))
+    return found
+
+
+def opcode_counts(hlo_text: str, *opcodes: str) -> dict[str, int]:
+    """How many instructions of each named opcode the module has.
+
+    >>> opcode_counts("%a = f32[2] add(%x, %y)\\n%b = f32[2] add(%a, %a)", "add", "dot")
+    {'add': 2, 'dot': 0}
+    """
+    counts = dict.fromkeys(opcodes, 0)
+    for inst in instructions(hlo_text):
+        if inst.opcode in counts:
+            counts[inst.opcode] += 1
+    return counts
+
+
+def without_metadata(line: str) -> str:
+    """An HLO line without its ``metadata={...}``, for display.
+
+    >>> without_metadata('%d = f32[2] dot(%a, %b), metadata={op_name="jit(f)/dot"}')
+    '%d = f32[2] dot(%a, %b)'
+    """
+    return re.sub(r",\s*metadata=\{[^{}]*\}", "", line).strip()
