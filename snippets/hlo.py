@@ -21,8 +21,7 @@ DTYPE_BYTES = {
 """Bytes per element of the HLO element types the readers may meet."""
 
 _ARRAY_SHAPE = re.compile(r"(?P<dtype>[a-z]\w*)\[(?P<dims>[\d,]*)\]")
-_HEADER = re.compile(r"^\s*(?:ROOT\s+)?%(?P<name>[\w.\-]+)\s*=\s*")
-_OPERAND = re.compile(r"%([\w.\-]+)")
+_HEADER = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?=[(a-z])")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +33,20 @@ class Instruction:
     opcode: str
     operands: tuple[str, ...]
     attributes: str
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Split ``text`` at commas outside brackets, braces and parentheses."""
+    parts, depth, current = [], 0, []
+    for char in text:
+        depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return [part.strip() for part in parts if part.strip()]
 
 
 def _balanced(text: str, start: int) -> int:
@@ -65,7 +78,7 @@ def parse_instruction(line: str) -> Instruction | None:
     if not paren:
         return None
     end = _balanced("(" + rest, 0) - 1
-    operands = tuple(_OPERAND.findall(rest[: end - 1]))
+    operands = tuple(part.split()[-1].lstrip("%") for part in _split_top_level(rest[: end - 1]))
     return Instruction(header["name"], shape, opcode.strip(), operands, rest[end:])
 
 
@@ -107,12 +120,14 @@ def group_size(attributes: str) -> int:
     2
     >>> group_size("replica_groups=mesh['axis_0'=4,'axis_1'=2] {'axis_0'}, to_apply=%add")
     4
+    >>> group_size("replica_groups=mesh['a'=2,'b'=2], device_ids=([2,2]T(1,0)) {'a','b'}, x=1")
+    4
     """
     if match := re.search(r"replica_groups=\{\{([\d,]*)\}", attributes):
         return len(match[1].split(","))
     if match := re.search(r"replica_groups=\[([\d,]+)\]<=", attributes):
         return int(match[1].split(",")[-1])
-    if match := re.search(r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}", attributes):
+    if match := re.search(r"replica_groups=mesh\[([^\]]*)\][^{]*\{([^}]*)\}", attributes):
         sizes = {
             name.strip("'"): int(size) for name, size in re.findall(r"('[^']+')=(\d+)", match[1])
         }
@@ -186,3 +201,141 @@ def without_metadata(line: str) -> str:
     '%d = f32[2] dot(%a, %b)'
     """
     return re.sub(r",\s*metadata=\{[^{}]*\}", "", line).strip()
+
+
+def is_sharding_call(inst: Instruction) -> bool:
+    """Whether ``inst`` is the ``Sharding`` custom call that sharding-in-types lowering emits."""
+    return inst.opcode == "custom-call" and 'custom_call_target="Sharding"' in inst.attributes
+
+
+def sharding_call_count(hlo_text: str) -> int:
+    """How many ``Sharding`` custom calls the module has (zero once XLA has partitioned it)."""
+    return sum(is_sharding_call(inst) for inst in instructions(hlo_text))
+
+
+_PASS_THROUGH = {"bitcast", "copy", "reshape", "convert", "all-reduce", "get-tuple-element"}
+
+
+@dataclasses.dataclass(frozen=True)
+class TransposeSite:
+    """A transpose whose operand chain leads back to a dot, and what stands between them.
+
+    ``kind`` is ``"foldable"`` (the dot feeds the transpose directly), ``"barrier"``
+    (a ``Sharding`` custom call in between), ``"all-reduce"`` (the partitioner put a
+    collective in between) or ``"other"``.
+    """
+
+    transpose: str
+    shape: str
+    dot: str
+    between: tuple[str, ...]
+    kind: str
+
+
+def _producer(inst: Instruction, by_name: dict[str, Instruction]) -> Instruction | None:
+    """The instruction whose value ``inst`` passes on, looking through tuple elements."""
+    source = by_name.get(inst.operands[0]) if inst.operands else None
+    if inst.opcode == "get-tuple-element" and source is not None and len(source.operands) > 1:
+        index = int(re.search(r"index=(\d+)", inst.attributes)[1])
+        return by_name.get(source.operands[index])
+    return source
+
+
+def transpose_of_dot_sites(
+    hlo_text: str, dims: tuple[int, ...] | None = None
+) -> list[TransposeSite]:
+    """Every transpose fed, through pass-through ops only, by a dot; ``dims`` keeps those of that size set.
+
+    XLA's algebraic simplifier rewrites ``transpose(dot(a, b))`` as ``dot(b, a)``
+    only when the dot is the transpose's direct operand, so anything listed in
+    ``between`` defeats the fold.
+    """
+    by_name = {inst.name: inst for inst in instructions(hlo_text)}
+    sites = []
+    for inst in by_name.values():
+        if inst.opcode != "transpose":
+            continue
+        if dims is not None and sorted(array_shapes(inst.shape)[0][1]) != sorted(dims):
+            continue
+        between, current = [], _producer(inst, by_name)
+        while current is not None and (
+            current.opcode in _PASS_THROUGH or is_sharding_call(current)
+        ):
+            between.append("Sharding" if is_sharding_call(current) else current.opcode)
+            current = _producer(current, by_name)
+        if current is None or current.opcode != "dot":
+            continue
+        kind = (
+            "barrier" if "Sharding" in between
+            else "all-reduce" if "all-reduce" in between
+            else "foldable" if not between
+            else "other"
+        )  # fmt: skip
+        sites.append(TransposeSite(inst.name, inst.shape, current.name, tuple(between), kind))
+    return sites
+
+
+@dataclasses.dataclass(frozen=True)
+class Relayout:
+    """A transpose or layout-changing copy left in a compiled module."""
+
+    opcode: str
+    shape: str
+
+
+def relayouts(hlo_text: str, dims: tuple[int, ...] | None = None) -> list[Relayout]:
+    """The transposes and copies of a compiled module; ``dims`` keeps those of that size set."""
+    return [
+        Relayout(inst.opcode, inst.shape)
+        for inst in instructions(hlo_text)
+        if inst.opcode in ("transpose", "copy")
+        and array_shapes(inst.shape)
+        and (dims is None or sorted(array_shapes(inst.shape)[0][1]) == sorted(dims))
+    ]
+
+
+_DUMP_NAME = re.compile(r"^module_\d+\.[^.]+\.(?P<index>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<after>[^.]+)\.before_(?P<before>[^.]+)\.txt$")  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class PassOrder:
+    """Where the first algebraic simplifier and the first SPMD partitioner stand in an XLA pass dump.
+
+    Positions are dump indices; ``None`` when the backend's pipeline never names the pass.
+    """
+
+    first_algsimp: int | None
+    first_spmd_partitioner: int | None
+    module_before_first_algsimp: str
+
+    @property
+    def partitioner_first(self) -> bool | None:
+        """True when the partitioner runs before the simplifier (as on CPU)."""
+        if self.first_algsimp is None or self.first_spmd_partitioner is None:
+            return None
+        return self.first_spmd_partitioner < self.first_algsimp
+
+
+def pass_order(dump_files: dict[str, str]) -> PassOrder:
+    """Read the pass order from ``--xla_dump_hlo_pass_re=.*`` dump files (name -> text).
+
+    A dump is written after each pass that changed the module and names the next
+    pass; a pass's position is the first dump that names it.
+    """
+    dumps = sorted(
+        (int(m["index"]), m["after"], m["before"], text)
+        for name, text in dump_files.items()
+        if (m := _DUMP_NAME.match(name))
+    )
+    if not dumps:
+        raise ValueError("No per-pass HLO dumps found: compile with xla_dump_hlo_pass_re='.*'.")
+
+    def first(pass_name: str) -> tuple[int | None, str]:
+        return next(
+            ((index, text) for index, after, before, text in dumps if pass_name in (after, before)),
+            (None, ""),
+        )
+
+    algsimp, module = first("algsimp")
+    spmd, _ = first("spmd-partitioning")
+    return PassOrder(algsimp, spmd, module)

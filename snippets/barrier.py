@@ -1,0 +1,178 @@
+"""The HLO barrier, measured: every (shard mode x head variant) lowered and read.
+
+``python -m snippets.barrier [--json] [--devices N] [--emb E] [--vocab V] [--mesh dp|dp_fsdp]``
+prints, for each run, the ``Sharding`` custom calls, the weight-gradient
+transpose-of-dot sites and what stands in them, the transposes and relayout
+copies left after compilation, and the collectives; then the out_sharding pin
+check, the single-device control and this backend's pass order. It runs
+unchanged on a TPU VM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import json
+from collections.abc import Sequence
+
+from snippets.devices import SHARD_MODES, describe_devices, setup_devices
+from snippets.hlo import (
+    array_shapes,
+    collectives,
+    instructions,
+    pass_order,
+    relayouts,
+    sharding_call_count,
+    transpose_of_dot_sites,
+)
+from snippets.lowering import VARIANTS, LoweredStep, StepConfig, lower_step
+
+
+def run_report(lowered: LoweredStep) -> dict:
+    """What one lowered step shows: barrier, fold sites, leftovers and collectives."""
+    config = lowered.config
+    dims = (config.emb, config.vocab)
+    sites = transpose_of_dot_sites(lowered.hlo, dims)
+    left = relayouts(lowered.compiled, dims)
+    return {
+        "mode": config.mode,
+        "variant": config.variant,
+        "sharding_calls": sharding_call_count(lowered.hlo),
+        "barrier_sites": sum(site.kind == "barrier" for site in sites),
+        "foldable_sites": sum(site.kind == "foldable" for site in sites),
+        "compiled_transposes": [r.shape for r in left if r.opcode == "transpose"],
+        "relayout_copies": [r.shape for r in left if r.opcode == "copy"],
+        "collectives": [dataclasses.asdict(c) for c in collectives(lowered.compiled)],
+    }
+
+
+def pin_diff(config: StepConfig) -> dict:
+    """Lower with and without the logits out_sharding pin and diff the HLO before optimisation."""
+    pinned = lower_step(dataclasses.replace(config, pin_logits=True)).hlo
+    unpinned = lower_step(dataclasses.replace(config, pin_logits=False)).hlo
+    diff = difflib.unified_diff(pinned.splitlines(), unpinned.splitlines(), lineterm="", n=0)
+    lines = [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    return {
+        "lines": lines,
+        "sharding_calls_pinned": sharding_call_count(pinned),
+        "sharding_calls_unpinned": sharding_call_count(unpinned),
+        "sharding_calls_from_pin": sharding_call_count(pinned) - sharding_call_count(unpinned),
+    }
+
+
+def single_device_control(config: StepConfig) -> dict:
+    """The same step on one device: does the compiled weight-gradient dot write [emb, vocab] directly?"""
+    lowered = lower_step(dataclasses.replace(config, devices=1, mesh="dp"))
+    dims = (config.emb, config.vocab)
+    kernel_order_dots = [
+        inst.shape
+        for inst in instructions(lowered.compiled)
+        if inst.opcode == "dot" and array_shapes(inst.shape)[0][1] == dims
+    ]
+    left = relayouts(lowered.compiled, dims)
+    return {
+        "mode": config.mode,
+        "folded": bool(kernel_order_dots) and not left,
+        "kernel_order_dots": kernel_order_dots,
+        "relayouts": [r.shape for r in left],
+        "sites_before_optimisation": [
+            site.kind for site in transpose_of_dot_sites(lowered.hlo, dims)
+        ],
+    }
+
+
+def pass_window(config: StepConfig) -> dict:
+    """This backend's pass order, and the weight-gradient sites in the module the first algsimp sees."""
+    order = pass_order(lower_step(config, dump_passes=True).dumps)
+    dims = (config.emb, config.vocab)
+    return {
+        "first_algsimp": order.first_algsimp,
+        "first_spmd_partitioner": order.first_spmd_partitioner,
+        "partitioner_first": order.partitioner_first,
+        "sites_at_first_algsimp": [
+            {"between": list(site.between), "kind": site.kind}
+            for site in transpose_of_dot_sites(order.module_before_first_algsimp, dims)
+        ],
+    }
+
+
+def barrier_report(base: StepConfig) -> dict:
+    """Every (mode x variant) on ``base``'s mesh, the pin check, the single-device control and the pass order."""
+    runs = [
+        run_report(lower_step(dataclasses.replace(base, mode=mode, variant=variant)))
+        for mode in SHARD_MODES
+        for variant in VARIANTS
+    ]
+    explicit_ev = dataclasses.replace(base, mode="explicit", variant="EV")
+    pin = pin_diff(explicit_ev)
+    single = single_device_control(explicit_ev)
+    window = pass_window(explicit_ev)
+    return {
+        **{k: v for k, v in describe_devices().items() if k in ("backend", "device_kind")},
+        "devices": base.devices,
+        "mesh": base.mesh,
+        "sizes": {"emb": base.emb, "vocab": base.vocab, "batch": base.batch, "seq": base.seq},
+        "pass_order": window,
+        "runs": runs,
+        "pin_diff_lines": len(pin["lines"]),
+        "pin": pin,
+        "single_device_folded": single["folded"],
+        "single_device": single,
+    }
+
+
+def format_table(report: dict) -> str:
+    """The runs as a fixed-width text table."""
+    header = f"{'mode':<9} {'variant':<18} {'Sharding':>8} {'barrier':>7} {'foldable':>8} {'transposes':>10} {'copies':>6}"
+    rows = [
+        f"{r['mode']:<9} {r['variant']:<18} {r['sharding_calls']:>8} {r['barrier_sites']:>7} "
+        f"{r['foldable_sites']:>8} {len(r['compiled_transposes']):>10} {len(r['relayout_copies']):>6}"
+        for r in report["runs"]
+    ]
+    return "\n".join([header, *rows])
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print the barrier report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.add_argument("--devices", type=int, default=4)
+    parser.add_argument("--emb", type=int, default=64)
+    parser.add_argument("--vocab", type=int, default=256)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--seq", type=int, default=16)
+    parser.add_argument("--mesh", choices=("dp", "dp_fsdp"), default="dp")
+    args = parser.parse_args(argv)
+    setup_devices(args.devices)
+    base = StepConfig(
+        devices=args.devices,
+        emb=args.emb,
+        vocab=args.vocab,
+        batch=args.batch,
+        seq=args.seq,
+        mesh=args.mesh,
+    )
+    report = barrier_report(base)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    print(
+        f"{report['backend']} backend, {report['devices']} devices, mesh {report['mesh']}, sizes {report['sizes']}"
+    )
+    print(format_table(report))
+    print(
+        f"out_sharding pin: {report['pin_diff_lines']} differing HLO lines, "
+        f"{report['pin']['sharding_calls_from_pin']} Sharding calls from it"
+    )
+    print(f"single device (explicit): weight gradient folded = {report['single_device_folded']}")
+    order = report["pass_order"]
+    print(
+        f"pass order: first spmd-partitioning at dump {order['first_spmd_partitioner']}, "
+        f"first algsimp at dump {order['first_algsimp']}; sites the first algsimp sees: "
+        f"{order['sites_at_first_algsimp']}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""Step time of every (shard mode x head variant), compiled on one mesh and timed interleaved.
+
+``python -m snippets.bench [--full] [--json] [--devices N]``: the quick setting
+runs in seconds (the docs build uses it); ``--full`` is the published table's
+setting (512 tokens, emb 512, vocab 32000). Medians with min and max, and
+ratios to auto/EV from the same run. Simulated CPU devices share the host's
+cores, so CPU timings show the cost of the extra relayout work, not TPU speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import time
+from collections.abc import Sequence
+
+import jax
+
+from snippets.devices import SHARD_MODES, setup_devices
+from snippets.lowering import VARIANTS, StepConfig, build_step
+
+QUICK = {"emb": 128, "vocab": 2048, "batch": 8, "seq": 32, "repeats": 7}
+FULL = {"emb": 512, "vocab": 32000, "batch": 8, "seq": 64, "repeats": 15}
+
+
+def bench(base: StepConfig, repeats: int, warmup: int = 2) -> list[dict]:
+    """Time every (mode x variant) on ``base``'s mesh, interleaving the runs round by round."""
+    steps = {
+        (mode, variant): build_step(dataclasses.replace(base, mode=mode, variant=variant))
+        for mode in SHARD_MODES
+        for variant in VARIANTS
+    }
+    for step in steps.values():
+        for _ in range(warmup):
+            jax.block_until_ready(step())
+    times: dict[tuple[str, str], list[float]] = {key: [] for key in steps}
+    for _ in range(repeats):
+        for key, step in steps.items():
+            start = time.perf_counter()
+            jax.block_until_ready(step())
+            times[key].append(time.perf_counter() - start)
+    baseline = statistics.median(times[("auto", "EV")])
+    return [
+        {
+            "mode": mode,
+            "variant": variant,
+            "median_ms": 1e3 * statistics.median(samples),
+            "min_ms": 1e3 * min(samples),
+            "max_ms": 1e3 * max(samples),
+            "ratio_to_auto_EV": statistics.median(samples) / baseline,
+            "ratio_min": min(samples) / baseline,
+            "ratio_max": max(samples) / baseline,
+            "repeats": len(samples),
+        }
+        for (mode, variant), samples in times.items()
+    ]
+
+
+def settings(full: bool) -> tuple[dict, int]:
+    """Sizes and repeat count of the quick or full setting."""
+    chosen = dict(FULL if full else QUICK)
+    return chosen, chosen.pop("repeats")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print the timing table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="the published table's sizes")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.add_argument("--devices", type=int, default=4)
+    parser.add_argument("--mesh", choices=("dp", "dp_fsdp"), default="dp")
+    args = parser.parse_args(argv)
+    setup_devices(args.devices)
+    sizes, repeats = settings(args.full)
+    rows = bench(StepConfig(devices=args.devices, mesh=args.mesh, **sizes), repeats)
+    if args.json:
+        print(
+            json.dumps(
+                {"sizes": sizes, "devices": args.devices, "mesh": args.mesh, "rows": rows}, indent=2
+            )
+        )
+        return
+    print(f"{args.devices} devices, mesh {args.mesh}, {sizes}, {repeats} interleaved repeats")
+    for r in rows:
+        print(
+            f"{r['mode']:<9} {r['variant']:<18} median {r['median_ms']:8.2f} ms "
+            f"[{r['min_ms']:.2f}, {r['max_ms']:.2f}]  x{r['ratio_to_auto_EV']:.3f} "
+            f"[{r['ratio_min']:.3f}, {r['ratio_max']:.3f}]"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""A small real training step around the LM head, lowered and compiled on a mesh.
+
+token embedding -> RMS norm -> LM head -> softmax cross-entropy, with
+``value_and_grad`` over the parameters, jitted. The mesh is simulated CPU
+devices or real chips (``snippets.devices``); the shard mode, sizes, dtype and
+the head variant are configurable:
+
+* ``EV``: the kernel stored ``[embed, vocab]`` (the default);
+* ``VE``: ``kernel_transposed=True``, stored ``[vocab, embed]``;
+* ``kernel-order-grad``: ``[embed, vocab]`` with a custom VJP that writes the
+  weight gradient in kernel order (``snippets.kernel_order_grad``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+from flax.linen import logical_to_mesh_axes
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from snippets.devices import SHARD_MODES, make_mesh, pick_devices
+from snippets.kernel_order_grad import kernel_order_logits
+from snippets.lm_head import LMHeadConfig, build_output_head
+
+VARIANTS = ("EV", "VE", "kernel-order-grad")
+MESH_LAYOUTS = {"dp": ("data",), "dp_fsdp": ("data", "fsdp")}
+"""Mesh layouts: 4-way data parallel, or data x fsdp with weights sharded on ``embed``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StepConfig:
+    """Everything that decides the lowered step; invalid combinations raise on construction."""
+
+    mode: str = "explicit"
+    variant: str = "EV"
+    mesh: str = "dp"
+    devices: int = 4
+    emb: int = 64
+    vocab: int = 256
+    batch: int = 8
+    seq: int = 16
+    dtype: str = "float32"
+    pin_logits: bool = True
+
+    def __post_init__(self) -> None:
+        choices = {"mode": tuple(SHARD_MODES), "variant": VARIANTS, "mesh": tuple(MESH_LAYOUTS)}
+        for field, allowed in choices.items():
+            if getattr(self, field) not in allowed:
+                raise ValueError(
+                    f"Unknown {field} {getattr(self, field)!r}; expected one of {allowed}."
+                )
+        if self.mesh == "dp_fsdp" and self.devices % 2:
+            raise ValueError(
+                f"mesh 'dp_fsdp' is 2 x devices/2 and needs an even device count, got {self.devices}."
+            )
+        if self.batch % self.devices:
+            raise ValueError(
+                f"batch {self.batch} does not divide over the {self.devices} devices of the "
+                f"{self.mesh!r} mesh; use a multiple of {self.devices}."
+            )
+        fsdp = self.mesh_shape[-1] if self.mesh == "dp_fsdp" else 1
+        if self.emb % fsdp:
+            raise ValueError(f"emb {self.emb} does not divide over the fsdp axis of size {fsdp}.")
+
+    @property
+    def mesh_shape(self) -> tuple[int, ...]:
+        """The mesh's axis sizes for this layout and device count."""
+        return (self.devices,) if self.mesh == "dp" else (2, self.devices // 2)
+
+    @property
+    def batch_axes(self) -> tuple[str, ...]:
+        """The mesh axes the batch is split over: all of them."""
+        return MESH_LAYOUTS[self.mesh]
+
+    @property
+    def rules(self) -> list[tuple[str, str | None]]:
+        """Logical axis rules: ``embed`` goes to ``fsdp`` on the data x fsdp mesh."""
+        return [("embed", "fsdp" if self.mesh == "dp_fsdp" else None), ("vocab", None)]
+
+
+class TinyLM(nnx.Module):
+    """Embedding, RMS norm and the LM head: the smallest model with a real head gradient."""
+
+    def __init__(self, config: StepConfig, rngs: nnx.Rngs):
+        self.config = config
+        dtype = jnp.dtype(config.dtype)
+        table = jax.random.normal(rngs.params(), (config.vocab, config.emb), dtype)
+        self.embedding = nnx.Param(table, out_sharding=("vocab", "embed"), eager_sharding=False)
+        self.norm = nnx.RMSNorm(config.emb, dtype=dtype, param_dtype=dtype, rngs=rngs)
+        head_config = LMHeadConfig(
+            emb_dim=config.emb,
+            vocab_size=config.vocab,
+            shard_mode=config.mode,
+            lm_head_kernel_transposed=config.variant == "VE",
+        )
+        self.head = build_output_head(head_config, rngs=rngs)
+
+    def __call__(self, tokens: jax.Array) -> jax.Array:
+        """Logits ``[batch, seq, vocab]`` for ``tokens`` ``[batch, seq]``."""
+        explicit = self.config.mode == "explicit"
+        activations = P(self.config.batch_axes, None, None)
+        x = self.embedding[...].at[tokens].get(out_sharding=activations if explicit else None)
+        x = self.norm(x)
+        logits_spec = activations if explicit and self.config.pin_logits else None
+        if self.config.variant == "kernel-order-grad":
+            return kernel_order_logits(x, self.head.kernel[...], logits_spec)
+        return self.head(x, out_sharding=logits_spec)
+
+
+def cross_entropy(logits: jax.Array, targets: jax.Array) -> jax.Array:
+    """Mean softmax cross-entropy of integer ``targets``."""
+    log_probs = jax.nn.log_softmax(logits.astype(jnp.float32))
+    return -jnp.mean(jnp.take_along_axis(log_probs, targets[..., None], axis=-1))
+
+
+def param_shardings(params: nnx.State, config: StepConfig, mesh: Mesh) -> nnx.State:
+    """A NamedSharding per parameter, from its logical axes and the config's rules."""
+
+    def sharding(variable: nnx.Variable) -> NamedSharding:
+        logical = variable.get_metadata().get("out_sharding")
+        spec = logical_to_mesh_axes(tuple(logical), config.rules) if logical else P()
+        return NamedSharding(mesh, spec)
+
+    return jax.tree.map(sharding, params, is_leaf=lambda x: isinstance(x, nnx.Variable))
+
+
+@dataclasses.dataclass
+class Step:
+    """A jitted ``value_and_grad`` step with the arrays it runs on, ready to lower or call."""
+
+    config: StepConfig
+    mesh: Mesh
+    function: Any
+    params: nnx.State
+    tokens: jax.Array
+    targets: jax.Array
+
+    def lower(self) -> jax.stages.Lowered:
+        """Lower the step under its mesh."""
+        with jax.set_mesh(self.mesh):
+            return self.function.lower(self.params, self.tokens, self.targets)
+
+    def __call__(self) -> tuple[jax.Array, nnx.State]:
+        """Run the step once: ``(loss, grads)``."""
+        with jax.set_mesh(self.mesh):
+            return self.function(self.params, self.tokens, self.targets)
+
+
+def build_step(config: StepConfig, seed: int = 0) -> Step:
+    """Build the model and data for ``config``, place them on the mesh and jit the step."""
+    pick_devices(config.devices)
+    mesh = make_mesh(config.mesh_shape, MESH_LAYOUTS[config.mesh], config.mode)
+    model = TinyLM(config, nnx.Rngs(seed))
+    graphdef, params = nnx.split(model, nnx.Param)
+    gather = P() if config.mesh == "dp_fsdp" else None
+
+    def loss_fn(params, tokens, targets):
+        if gather is not None:  # FSDP: gather the weights before use; autodiff scatters the grads
+            regather = (
+                jax.reshard if config.mode == "explicit" else jax.lax.with_sharding_constraint
+            )
+            params = jax.tree.map(lambda p: regather(p, gather), params)
+        return cross_entropy(nnx.merge(graphdef, params)(tokens), targets)
+
+    key = jax.random.key(seed + 1)
+    tokens, targets = jax.random.randint(key, (2, config.batch, config.seq), 0, config.vocab)
+    data = NamedSharding(mesh, P(config.batch_axes, None))
+    return Step(
+        config,
+        mesh,
+        jax.jit(jax.value_and_grad(loss_fn)),
+        jax.device_put(params, param_shardings(params, config, mesh)),
+        jax.device_put(tokens, data),
+        jax.device_put(targets, data),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class LoweredStep:
+    """The three program texts of one step: StableHLO, HLO before optimisation, compiled HLO."""
+
+    config: StepConfig
+    stablehlo: str
+    hlo: str
+    compiled: str
+    dumps: dict[str, str]
+
+
+def lower_step(config: StepConfig, dump_passes: bool = False) -> LoweredStep:
+    """Lower and compile the step; with ``dump_passes`` also return XLA's per-pass HLO dumps."""
+    lowered = build_step(config).lower()
+    dumps: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as directory:
+        options = {"xla_dump_to": directory, "xla_dump_hlo_pass_re": ".*"} if dump_passes else None
+        compiled = lowered.compile(compiler_options=options).as_text()
+        if dump_passes:
+            for name in os.listdir(directory):
+                if name.endswith(".txt"):
+                    with open(os.path.join(directory, name)) as file:
+                        dumps[name] = file.read()
+    return LoweredStep(
+        config, lowered.as_text(), lowered.compiler_ir("hlo").as_hlo_text(), compiled, dumps
+    )

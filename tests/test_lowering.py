@@ -1,0 +1,129 @@
+"""The lowered LM-head step on the simulated mesh: barrier, fold sites, fixes, pin and control."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from conftest import TEST_DEVICES
+from snippets.barrier import pass_window, pin_diff, run_report, single_device_control
+from snippets.devices import TooFewDevicesError
+from snippets.hlo import transpose_of_dot_sites
+from snippets.lowering import StepConfig, build_step, lower_step
+
+BASE = StepConfig()
+DIMS = (BASE.emb, BASE.vocab)
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """The barrier report of every (mode x variant) on the 4-way data-parallel mesh."""
+    return {
+        (mode, variant): run_report(
+            lower_step(dataclasses.replace(BASE, mode=mode, variant=variant))
+        )
+        for mode in ("explicit", "auto")
+        for variant in ("EV", "VE", "kernel-order-grad")
+    }
+
+
+def test_explicit_ev_has_the_barrier_and_no_foldable_site(runs):
+    run = runs[("explicit", "EV")]
+    assert run["sharding_calls"] > 0
+    assert run["barrier_sites"] >= 1
+    assert run["foldable_sites"] == 0
+
+
+def test_auto_ev_has_the_transpose_of_dot_with_nothing_between(runs):
+    run = runs[("auto", "EV")]
+    assert run["sharding_calls"] == 0
+    assert run["foldable_sites"] == 1
+    assert run["barrier_sites"] == 0
+
+
+def test_the_barrier_chain_is_dot_sharding_transpose():
+    hlo = lower_step(BASE).hlo
+    (site,) = transpose_of_dot_sites(hlo, DIMS)
+    assert site.between == ("Sharding",)
+    assert site.kind == "barrier"
+
+
+@pytest.mark.parametrize("mode", ["explicit", "auto"])
+@pytest.mark.parametrize("variant", ["VE", "kernel-order-grad"])
+def test_fixes_leave_no_weight_gradient_transpose(runs, mode, variant):
+    run = runs[(mode, variant)]
+    assert run["barrier_sites"] == run["foldable_sites"] == 0
+    assert run["compiled_transposes"] == []
+    assert run["relayout_copies"] == []
+
+
+@pytest.mark.parametrize("mode", ["explicit", "auto"])
+def test_ev_keeps_a_relayout_of_the_weight_gradient_on_cpu(runs, mode):
+    assert runs[(mode, "EV")]["relayout_copies"] == [f"f32[{BASE.emb},{BASE.vocab}]{{1,0}}"]
+
+
+def test_the_out_sharding_pin_contributes_nothing():
+    pin = pin_diff(BASE)
+    assert pin["lines"] == []
+    assert pin["sharding_calls_from_pin"] == 0
+    assert pin["sharding_calls_pinned"] > 0
+
+
+@pytest.mark.parametrize("mode", ["explicit", "auto"])
+def test_single_device_folds_the_transpose(mode):
+    control = single_device_control(dataclasses.replace(BASE, mode=mode))
+    assert control["folded"]
+    assert control["kernel_order_dots"] == [f"f32[{BASE.emb},{BASE.vocab}]{{1,0}}"]
+
+
+def test_cpu_partitions_before_it_simplifies():
+    window = pass_window(BASE)
+    assert window["partitioner_first"] is True
+    assert [site["kind"] for site in window["sites_at_first_algsimp"]] == ["all-reduce"]
+
+
+@pytest.mark.parametrize("mesh", ["dp", "dp_fsdp"])
+@pytest.mark.parametrize("mode", ["explicit", "auto"])
+def test_every_variant_has_the_same_gradients(mesh, mode):
+    config = dataclasses.replace(BASE, mesh=mesh, mode=mode)
+    loss, grads = build_step(config)()
+    ev_kernel = np.asarray(grads["head"]["kernel"][...])
+    for variant in ("VE", "kernel-order-grad"):
+        other_loss, other = build_step(dataclasses.replace(config, variant=variant))()
+        kernel = np.asarray(other["head"]["kernel"][...])
+        np.testing.assert_allclose(other_loss, loss, rtol=1e-6)
+        np.testing.assert_allclose(
+            kernel.T if variant == "VE" else kernel, ev_kernel, rtol=1e-5, atol=1e-7
+        )
+        np.testing.assert_allclose(
+            other["embedding"][...], grads["embedding"][...], rtol=1e-5, atol=1e-7
+        )
+
+
+def test_the_step_runs_on_the_mesh():
+    step = build_step(BASE)
+    loss, grads = step()
+    assert np.isfinite(float(loss))
+    assert grads["head"]["kernel"][...].shape == DIMS
+    assert len(step.tokens.sharding.device_set) == BASE.devices
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"variant": "EVV"}, r"Unknown variant 'EVV'"),
+        ({"mode": "manual"}, r"Unknown mode 'manual'"),
+        ({"mesh": "tp"}, r"Unknown mesh 'tp'"),
+        ({"batch": 6}, r"batch 6 does not divide over the 4 devices"),
+        ({"mesh": "dp_fsdp", "emb": 63}, r"emb 63 does not divide over the fsdp axis of size 2"),
+        ({"mesh": "dp_fsdp", "devices": 3, "batch": 9}, r"needs an even device count"),
+    ],
+)
+def test_bad_configurations_are_rejected(changes, message):
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(BASE, **changes)
+
+
+def test_more_devices_than_exist_is_rejected():
+    with pytest.raises(TooFewDevicesError, match=f"{2 * TEST_DEVICES} devices are needed"):
+        build_step(dataclasses.replace(BASE, devices=2 * TEST_DEVICES, batch=2 * TEST_DEVICES))
