@@ -122,6 +122,28 @@ def barrier_report(base: StepConfig) -> dict:
     }
 
 
+STRUCTURE_COLUMNS = {
+    "mode": "mode",
+    "variant": "variant",
+    "sharding_calls": "Sharding calls",
+    "barrier_sites": "barrier sites",
+    "foldable_sites": "foldable sites",
+    "relayouts": "weight-gradient transposes and relayouts (compiled)",
+}
+"""Column titles for :func:`structure_rows`."""
+
+
+def structure_rows(report: dict) -> list[dict]:
+    """The runs of a :func:`barrier_report` as table rows, leftovers joined into one cell."""
+    return [
+        {
+            **run,
+            "relayouts": ", ".join(run["compiled_transposes"] + run["relayout_copies"]) or "none",
+        }
+        for run in report["runs"]
+    ]
+
+
 def format_table(report: dict) -> str:
     """The runs as a fixed-width text table."""
     header = f"{'mode':<9} {'variant':<18} {'Sharding':>8} {'barrier':>7} {'foldable':>8} {'transposes':>10} {'copies':>6}"

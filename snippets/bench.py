@@ -58,6 +58,30 @@ def bench(base: StepConfig, repeats: int, warmup: int = 2) -> list[dict]:
     ]
 
 
+TIMING_COLUMNS = {
+    "mode": "mode",
+    "variant": "variant",
+    "median": "median (ms)",
+    "range": "min - max (ms)",
+    "ratio": "ratio to auto EV [min, max]",
+}
+"""Column titles for :func:`timing_rows`."""
+
+
+def timing_rows(rows: Sequence[dict]) -> list[dict]:
+    """Rows of :func:`bench` formatted for a table: milliseconds and ratios with their ranges."""
+    return [
+        {
+            "mode": r["mode"],
+            "variant": r["variant"],
+            "median": f"{r['median_ms']:.2f}",
+            "range": f"{r['min_ms']:.2f} - {r['max_ms']:.2f}",
+            "ratio": f"{r['ratio_to_auto_EV']:.3f} [{r['ratio_min']:.3f}, {r['ratio_max']:.3f}]",
+        }
+        for r in rows
+    ]
+
+
 def settings(full: bool) -> tuple[dict, int]:
     """Sizes and repeat count of the quick or full setting."""
     chosen = dict(FULL if full else QUICK)

@@ -76,3 +76,56 @@ def save(fig: plt.Figure, name: str) -> Path:
     fig.savefig(path, dpi=144, bbox_inches="tight")
     plt.close(fig)
     return path
+
+
+TPU_PASS_WINDOW = {"algsimp": (8, 9), "spmd-partitioner": (12, 16)}
+"""Pass positions the source PR reports for its TPU compile (simplification-1 at 0008-0009,
+the partitioner at 0012-0016). Quoted, not measured here."""
+
+
+def pass_window_figure(cpu_window: dict) -> plt.Figure:
+    """Where the fold can fire: this backend's measured pass order beside the source's TPU order."""
+    fig, axes = plt.subplots(2, 1, figsize=(8, 3.6), sharex=False)
+    cpu = {
+        "spmd-partitioner": cpu_window["first_spmd_partitioner"],
+        "algsimp": cpu_window["first_algsimp"],
+    }
+    rows = [
+        (axes[0], "CPU, measured in this build", {k: (v, v) for k, v in cpu.items()}),
+        (axes[1], "TPU, as reported by the source PR", TPU_PASS_WINDOW),
+    ]
+    colors = {"algsimp": "#2ca02c", "spmd-partitioner": "#d62728"}
+    for ax, title, passes in rows:
+        end = max(stop for _, stop in passes.values()) + 3
+        ax.set(xlim=(0, end), ylim=(0, 1), yticks=[], title=title)
+        ax.set_xlabel("position in the pass dump")
+        for name, (start, stop) in passes.items():
+            ax.broken_barh([(start - 0.4, stop - start + 0.8)], (0.25, 0.5), color=colors[name])
+            ax.text((start + stop) / 2, 0.85, name, ha="center", fontsize=9)
+        fold_first = passes["algsimp"][0] < passes["spmd-partitioner"][0]
+        note = (
+            "algsimp sees dot -> transpose before partitioning: the fold fires unless a Sharding call sits between"
+            if fold_first
+            else "partitioner first: an all-reduce sits between dot and transpose before algsimp runs"
+        )
+        ax.text(end / 2, 0.06, note, ha="center", fontsize=8, color="0.3")
+    fig.tight_layout()
+    return fig
+
+
+def ratio_figure(rows: Sequence[dict]) -> plt.Figure:
+    """Step-time ratios to auto/EV, median with min-max whiskers, one bar per (mode, variant)."""
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    labels = [f"{r['mode']}\n{r['variant']}" for r in rows]
+    medians = [r["ratio_to_auto_EV"] for r in rows]
+    errors = [
+        [m - r["ratio_min"] for m, r in zip(medians, rows, strict=True)],
+        [r["ratio_max"] - m for m, r in zip(medians, rows, strict=True)],
+    ]
+    colors = ["#1f77b4" if r["mode"] == "explicit" else "#ff7f0e" for r in rows]
+    ax.bar(labels, medians, yerr=errors, color=colors, capsize=4)
+    ax.axhline(1.0, color="0.3", linewidth=0.8, linestyle="--")
+    ax.set_ylabel("step time / auto EV")
+    ax.tick_params(axis="x", labelsize=8)
+    fig.tight_layout()
+    return fig

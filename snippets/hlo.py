@@ -232,13 +232,34 @@ class TransposeSite:
     kind: str
 
 
-def _producer(inst: Instruction, by_name: dict[str, Instruction]) -> Instruction | None:
-    """The instruction whose value ``inst`` passes on, looking through tuple elements."""
-    source = by_name.get(inst.operands[0]) if inst.operands else None
-    if inst.opcode == "get-tuple-element" and source is not None and len(source.operands) > 1:
-        index = int(re.search(r"index=(\d+)", inst.attributes)[1])
-        return by_name.get(source.operands[index])
-    return source
+def _walk_back(
+    inst: Instruction, by_name: dict[str, Instruction]
+) -> tuple[list[Instruction], Instruction | None]:
+    """The pass-through ops behind ``inst``'s first operand, nearest first, and the op that produced the value.
+
+    A ``get-tuple-element`` of a multi-operand op (a combined all-reduce) is followed
+    into the operand it selects, with the tuple op itself kept in the chain.
+    """
+    chain: list[Instruction] = []
+    current = by_name.get(inst.operands[0]) if inst.operands else None
+    while current is not None and (current.opcode in _PASS_THROUGH or is_sharding_call(current)):
+        chain.append(current)
+        source = by_name.get(current.operands[0]) if current.operands else None
+        if (
+            current.opcode == "get-tuple-element"
+            and source is not None
+            and len(source.operands) > 1
+        ):
+            chain.append(source)
+            source = by_name.get(
+                source.operands[int(re.search(r"index=(\d+)", current.attributes)[1])]
+            )
+        current = source
+    return chain, current
+
+
+def _label(inst: Instruction) -> str:
+    return "Sharding" if is_sharding_call(inst) else inst.opcode
 
 
 def transpose_of_dot_sites(
@@ -257,21 +278,17 @@ def transpose_of_dot_sites(
             continue
         if dims is not None and sorted(array_shapes(inst.shape)[0][1]) != sorted(dims):
             continue
-        between, current = [], _producer(inst, by_name)
-        while current is not None and (
-            current.opcode in _PASS_THROUGH or is_sharding_call(current)
-        ):
-            between.append("Sharding" if is_sharding_call(current) else current.opcode)
-            current = _producer(current, by_name)
-        if current is None or current.opcode != "dot":
+        chain, origin = _walk_back(inst, by_name)
+        if origin is None or origin.opcode != "dot":
             continue
+        between = [_label(op) for op in chain]
         kind = (
             "barrier" if "Sharding" in between
             else "all-reduce" if "all-reduce" in between
             else "foldable" if not between
             else "other"
         )  # fmt: skip
-        sites.append(TransposeSite(inst.name, inst.shape, current.name, tuple(between), kind))
+        sites.append(TransposeSite(inst.name, inst.shape, origin.name, tuple(between), kind))
     return sites
 
 
@@ -339,3 +356,28 @@ def pass_order(dump_files: dict[str, str]) -> PassOrder:
     algsimp, module = first("algsimp")
     spmd, _ = first("spmd-partitioning")
     return PassOrder(algsimp, spmd, module)
+
+
+def site_excerpt(hlo_text: str, site: TransposeSite) -> str:
+    """The dot, whatever stands between, and the transpose of a site, one labelled line each.
+
+    Layouts, metadata and long operand names are shortened so the chain reads at a glance.
+    """
+    by_name = {inst.name: inst for inst in instructions(hlo_text)}
+    transpose = by_name[site.transpose]
+    chain, origin = _walk_back(transpose, by_name)
+    lines = []
+    for inst in [origin, *reversed(chain), transpose]:
+        label = _label(inst)
+        shape = re.sub(r"\{[\d,]*\}", "", inst.shape)
+        operands = ", ".join(
+            name if len(name) <= 16 else name[:13] + "..." for name in inst.operands
+        )
+        kept = re.findall(
+            r"(custom_call_target=\"\w+\"|dimensions=\{[\d,]*\}|\w+_contracting_dims=\{[\d,]*\})",
+            inst.attributes,
+        )
+        lines.append(
+            f"{label:>9} | {inst.name} = {shape} {inst.opcode}({operands}) {' '.join(kept)}".rstrip()
+        )
+    return "\n".join(lines)

@@ -3,12 +3,18 @@
 import pytest
 
 from snippets.hlo import (
+    Relayout,
     collectives,
     group_size,
     instructions,
     opcode_counts,
     parse_instruction,
+    pass_order,
+    relayouts,
     shape_bytes,
+    sharding_call_count,
+    site_excerpt,
+    transpose_of_dot_sites,
 )
 
 COMPILED = """
@@ -88,3 +94,94 @@ def test_group_size_rejects_what_it_cannot_read():
 def test_opcode_counts_does_not_count_prefixes():
     counts = opcode_counts(COMPILED, "all-gather", "dynamic-slice", "slice")
     assert counts == {"all-gather": 1, "dynamic-slice": 1, "slice": 0}
+
+
+BEFORE_OPTIMISATION = """
+ENTRY main.1 {
+  a = f32[8,16]{1,0} parameter(0)
+  g = f32[8,32]{1,0} parameter(1)
+  d1 = f32[32,16]{1,0} dot(g, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  s1 = f32[32,16]{1,0} custom-call(d1), custom_call_target="Sharding", sharding={replicated}
+  t1 = f32[16,32]{0,1} transpose(s1), dimensions={1,0}
+  d2 = f32[32,16]{1,0} dot(g, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  t2 = f32[16,32]{0,1} transpose(d2), dimensions={1,0}
+  d3 = f32[32,16]{1,0} dot(g, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  r3 = (f32[], f32[32,16]{1,0}) all-reduce(a, d3), replica_groups={{0,1}}, to_apply=add
+  e3 = f32[32,16]{1,0} get-tuple-element(r3), index=1
+  t3 = f32[16,32]{0,1} transpose(e3), dimensions={1,0}
+  n4 = f32[32,16]{1,0} negate(d3)
+  t4 = f32[16,32]{0,1} transpose(n4), dimensions={1,0}
+  t5 = f32[16,8]{0,1} transpose(a), dimensions={1,0}
+  f1 = f32[16,32]{1,0} custom-call(t1), custom_call_target="xla.sdy.FuncResultSharding"
+  ROOT c = f32[16,32]{1,0} copy(t2)
+}
+"""
+
+
+def test_sharding_calls_are_counted_by_target_only():
+    assert sharding_call_count(BEFORE_OPTIMISATION) == 1
+    assert sharding_call_count(COMPILED) == 0
+
+
+def test_transpose_of_dot_sites_classify_what_stands_between():
+    sites = {site.transpose: site for site in transpose_of_dot_sites(BEFORE_OPTIMISATION)}
+    assert set(sites) == {"t1", "t2", "t3"}  # t4 is fed by a negate, t5 by a parameter
+    assert (sites["t1"].between, sites["t1"].kind) == (("Sharding",), "barrier")
+    assert (sites["t2"].between, sites["t2"].kind) == ((), "foldable")
+    assert sites["t3"].between == ("get-tuple-element", "all-reduce")
+    assert sites["t3"].kind == "all-reduce"
+    assert sites["t3"].dot == "d3"
+
+
+def test_transpose_of_dot_sites_filter_by_size():
+    assert len(transpose_of_dot_sites(BEFORE_OPTIMISATION, dims=(32, 16))) == 3
+    assert transpose_of_dot_sites(BEFORE_OPTIMISATION, dims=(32, 8)) == []
+
+
+def test_relayouts_list_transposes_and_copies_with_shapes():
+    found = relayouts(BEFORE_OPTIMISATION, dims=(16, 32))
+    assert [r.opcode for r in found].count("transpose") == 4
+    assert Relayout("copy", "f32[16,32]{1,0}") in found
+    assert relayouts(COMPILED) == []
+
+
+def test_site_excerpt_marks_the_chain():
+    (site,) = [s for s in transpose_of_dot_sites(BEFORE_OPTIMISATION) if s.kind == "barrier"]
+    lines = site_excerpt(BEFORE_OPTIMISATION, site).splitlines()
+    assert [line.split("|")[0].strip() for line in lines] == ["dot", "Sharding", "transpose"]
+    assert "f32[16,32] transpose(s1) dimensions={1,0}" in lines[2]
+
+
+def dump(index, pipeline, after, before):
+    return f"module_0001.jit_step.{index:04d}.{pipeline}.after_{after}.before_{before}.txt"
+
+
+def test_pass_order_partitioner_first():
+    files = {
+        dump(3, "spmd-partitioner", "shardy-xla", "spmd-partitioning"): "one",
+        dump(9, "simplification", "pipeline-start", "algsimp"): "two",
+        dump(10, "simplification", "algsimp", "simplify-sorts"): "three",
+        "module_0001.jit_step.ir-no-opt.ll": "ignored",
+    }
+    order = pass_order(files)
+    assert (order.first_spmd_partitioner, order.first_algsimp) == (3, 9)
+    assert order.partitioner_first is True
+    assert order.module_before_first_algsimp == "two"
+
+
+def test_pass_order_simplifier_first_and_missing_passes():
+    order = pass_order(
+        {
+            dump(8, "simplification-1", "pipeline-start", "algsimp"): "x",
+            dump(12, "spmd", "pipeline-start", "spmd-partitioning"): "y",
+        }
+    )
+    assert order.partitioner_first is False
+    missing = pass_order({dump(1, "p", "pipeline-start", "dce"): "z"})
+    assert missing.first_algsimp is None
+    assert missing.partitioner_first is None
+
+
+def test_pass_order_without_dumps_is_an_error():
+    with pytest.raises(ValueError, match="No per-pass HLO dumps found"):
+        pass_order({"module_0001.jit_step.cpu_after_optimizations.txt": ""})

@@ -57,4 +57,4 @@ def test_every_card_links_to_a_page_that_exists(site, page):
 
 
 def test_landing_page_cards(site):
-    assert len(card_links(site / "docs" / "index.html")) == 3
+    assert len(card_links(site / "docs" / "index.html")) == 4
