@@ -1,5 +1,9 @@
 """Sphinx configuration. The source directory is the repository root."""
 
+import hashlib
+import shutil
+from pathlib import Path
+
 project = "JAX sharding performance, executed"
 author = "The shard-perf-docs authors"
 copyright = "2026, the shard-perf-docs authors"
@@ -72,5 +76,28 @@ def _write_root_redirect(app, exception):
         (app.outdir / "index.html").write_text(ROOT_REDIRECT.format(title=html_title))
 
 
+def _snippets_digest() -> str:
+    """A hash of the code the guides import: a change to it must re-execute them."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("snippets/*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _reexecute_guides_when_snippets_change(app, env, added, changed, removed):
+    """The execution cache keys on a notebook's own cells; clear it when ``snippets/`` changed."""
+    digest = _snippets_digest()
+    stamp = Path(app.srcdir) / nb_execution_cache_path / "snippets.sha256"
+    previous = stamp.read_text() if stamp.exists() else digest
+    outdated = []
+    if previous != digest:
+        shutil.rmtree(stamp.parent, ignore_errors=True)
+        outdated = [name for name in env.found_docs if name.startswith("guides/")]
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(digest)
+    return outdated
+
+
 def setup(app):
     app.connect("build-finished", _write_root_redirect)
+    app.connect("env-get-outdated", _reexecute_guides_when_snippets_change)
