@@ -22,15 +22,12 @@ source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb"}
 exclude_patterns = [
     "README.md",
     "_build",
-    ".nox",
-    ".venv",
+    ".*",  # .nox, .venv, .git, .ci, .pytest_cache and other hidden tool folders
+    "**/.*",
     "venv",
-    ".git",
-    ".ci",
+    "*.egg-info",
     "tests",
     "snippets",
-    "**/.pytest_cache",
-    "**/.ipynb_checkpoints",
 ]
 
 # Guides execute at build time; the cache means an unchanged guide never re-runs,
