@@ -1,0 +1,132 @@
+"""Canonical checkpoints: round trips between orientations, sharded targets, the orientation record."""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from snippets.checkpoint import (
+    CANONICAL,
+    TRANSPOSED,
+    OrientationError,
+    kernel_layouts,
+    read_orientation,
+    restore,
+    save,
+)
+from snippets.devices import make_mesh
+from snippets.lm_head import DenseGeneral
+
+
+def head(transposed, seed=0, emb=64, vocab=256):
+    return DenseGeneral(
+        emb,
+        vocab,
+        kernel_axes=("embed", "vocab"),
+        use_bias=True,
+        kernel_transposed=transposed,
+        rngs=nnx.Rngs(seed),
+    )
+
+
+X = jax.random.normal(jax.random.key(1), (32, 64))
+
+
+@pytest.mark.parametrize(
+    ("source", "target"), [(False, True), (True, False), (False, False), (True, True)]
+)
+def test_round_trip_between_orientations(tmp_path, source, target):
+    original = head(source)
+    original.bias[...] = jnp.arange(256.0)
+    save(tmp_path / "ckpt", original)
+    restored = restore(tmp_path / "ckpt", head(target, seed=7))
+    assert restored.kernel_transposed is target
+    same_seed = head(target)
+    assert jnp.array_equal(restored.kernel[...], same_seed.kernel[...])
+    assert jnp.array_equal(restored.bias[...], original.bias[...])
+    assert jnp.array_equal(restored(X), original(X))  # these sizes give bit-identical dots on CPU
+
+
+def test_checkpoint_stores_the_canonical_orientation(tmp_path):
+    save(tmp_path / "ckpt", head(True))
+    assert read_orientation(tmp_path / "ckpt") == {
+        "kernel": {"layout": CANONICAL, "in_features": [64], "out_features": [256]}
+    }
+    restored_as_stored = restore(tmp_path / "ckpt", head(False, seed=3))
+    assert restored_as_stored.kernel.shape == (64, 256)
+
+
+def test_restore_straight_into_a_sharded_target(tmp_path):
+    mesh = make_mesh((2, 2), ("data", "model"), "explicit")
+    save(tmp_path / "ckpt", head(False))
+    target = head(True, seed=5)
+    sharding = NamedSharding(mesh, P("model", None))  # [vocab, embed], vocab split over "model"
+    target.kernel.set_value(jax.device_put(target.kernel[...], sharding))
+    restore(tmp_path / "ckpt", target)
+    assert target.kernel[...].sharding == sharding
+    np.testing.assert_array_equal(target.kernel[...], head(True).kernel[...])
+
+
+def test_square_kernel_follows_the_record_not_the_shape(tmp_path):
+    original = head(True, emb=32, vocab=32)
+    save(tmp_path / "ckpt", original)
+    restored = restore(tmp_path / "ckpt", head(False, seed=9, emb=32, vocab=32))
+    assert jnp.array_equal(restored.kernel[...], original.kernel[...].T)
+    assert not jnp.array_equal(restored.kernel[...], original.kernel[...])
+
+
+def test_a_tampered_layout_record_is_obeyed_on_a_square_kernel(tmp_path):
+    original = head(False, emb=32, vocab=32)
+    save(tmp_path / "ckpt", original)
+    record_file = next((tmp_path / "ckpt" / "orientation").glob("*"))
+    record = json.loads(record_file.read_text())
+    record["kernel"]["layout"] = TRANSPOSED
+    record_file.write_text(json.dumps(record))
+    restored = restore(tmp_path / "ckpt", head(False, seed=9, emb=32, vocab=32))
+    assert jnp.array_equal(restored.kernel[...], original.kernel[...].T)
+
+
+def test_missing_record_raises(tmp_path):
+    save(tmp_path / "ckpt", head(False))
+    for path in (tmp_path / "ckpt" / "orientation").iterdir():
+        path.unlink()
+    (tmp_path / "ckpt" / "orientation").rmdir()
+    with pytest.raises(OrientationError, match="has no kernel orientation record"):
+        restore(tmp_path / "ckpt", head(True))
+
+
+def test_mismatched_record_raises(tmp_path):
+    save(tmp_path / "ckpt", head(False, emb=32, vocab=64))
+    with pytest.raises(
+        OrientationError, match=r"records in_features \[32\] and out_features \[64\]"
+    ):
+        restore(tmp_path / "ckpt", head(True, emb=64, vocab=32))
+
+
+def test_a_kernel_without_a_record_raises(tmp_path):
+    class TwoHeads(nnx.Module):
+        def __init__(self, rngs):
+            self.a = DenseGeneral(8, 16, rngs=rngs)
+            self.b = DenseGeneral(8, 16, kernel_transposed=True, rngs=rngs)
+
+    save(tmp_path / "ckpt", DenseGeneral(8, 16, rngs=nnx.Rngs(0)))
+    with pytest.raises(OrientationError, match="records no orientation for a/kernel"):
+        restore(tmp_path / "ckpt", TwoHeads(nnx.Rngs(0)))
+
+
+def test_kernel_layouts_come_from_the_modules():
+    class TwoHeads(nnx.Module):
+        def __init__(self, rngs):
+            self.encoder = DenseGeneral(8, 16, rngs=rngs)
+            self.head = DenseGeneral(16, (2, 4), kernel_transposed=True, rngs=rngs)
+
+    layouts = kernel_layouts(TwoHeads(nnx.Rngs(0)))
+    assert layouts == {
+        "encoder/kernel": {"layout": CANONICAL, "in_features": [8], "out_features": [16]},
+        "head/kernel": {"layout": TRANSPOSED, "in_features": [16], "out_features": [2, 4]},
+    }
