@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 from flax import nnx
-from jax.sharding import NamedSharding
+from jax.sharding import NamedSharding, PartitionSpec
 
 from snippets.lm_head import DenseGeneral, stored_order
 
@@ -126,11 +126,22 @@ def _check(stored: dict[str, dict], target: dict[str, dict], directory: Path) ->
             )
 
 
+def _permuted(target: jax.ShapeDtypeStruct, permutation: tuple[int, ...]) -> jax.ShapeDtypeStruct:
+    """``target``'s shape and named sharding with their axes reordered by ``permutation``."""
+    sharding = target.sharding
+    if isinstance(sharding, NamedSharding):
+        spec = tuple(sharding.spec) + (None,) * (len(permutation) - len(sharding.spec))
+        sharding = NamedSharding(sharding.mesh, PartitionSpec(*(spec[a] for a in permutation)))
+    shape = tuple(target.shape[a] for a in permutation)
+    return jax.ShapeDtypeStruct(shape, target.dtype, sharding=sharding)
+
+
 def restore(directory: str | Path, model: nnx.Module) -> nnx.Module:
     """Load a checkpoint into ``model`` in place, transposing kernels to the layout each module stores.
 
-    Kernels are read straight into the target sharding (permuted to the stored
-    layout) and transposed on device, so no device ever holds a full copy.
+    A kernel stored in the other layout is read straight into the target
+    sharding, permuted to match, then transposed on the devices: each device
+    reads and transposes only its own shard.
     """
     directory = Path(directory).resolve()
     target_layouts = kernel_layouts(model)
@@ -141,38 +152,20 @@ def restore(directory: str | Path, model: nnx.Module) -> nnx.Module:
         lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding),
         nnx.to_pure_dict(state),
     )
-    moves = {}
+    flips = {}
     for path, want in target_layouts.items():
         source = stored_layouts[path]["layout"]
         if source != want["layout"]:
             target = _get(abstract, path)
-            to_stored = _permutation(want, want["layout"], source)
-            sharding = target.sharding
-            if isinstance(sharding, NamedSharding):
-                sharding = NamedSharding(
-                    sharding.mesh, jax.sharding.PartitionSpec(*_spec_at(sharding.spec, to_stored))
-                )
-            _set(
-                abstract,
-                path,
-                jax.ShapeDtypeStruct(
-                    tuple(target.shape[a] for a in to_stored), target.dtype, sharding=sharding
-                ),
-            )
-            moves[path] = (_permutation(want, source, want["layout"]), target.sharding)
+            _set(abstract, path, _permuted(target, _permutation(want, want["layout"], source)))
+            flips[path] = (_permutation(want, source, want["layout"]), target.sharding)
     with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
         restored = checkpointer.restore(
             directory, args=ocp.args.Composite(params=ocp.args.StandardRestore(abstract))
         ).params
-    for path, (permutation, sharding) in moves.items():
+    for path, (permutation, sharding) in flips.items():
         flip = jax.jit(lambda a, p=permutation: jnp.transpose(a, p), out_shardings=sharding)
         _set(restored, path, flip(_get(restored, path)))
     nnx.replace_by_pure_dict(state, restored)
     nnx.update(model, state)
     return model
-
-
-def _spec_at(spec: jax.sharding.PartitionSpec, permutation: tuple[int, ...]) -> tuple:
-    """A PartitionSpec's entries reordered by ``permutation``, padded to the full rank."""
-    entries = tuple(spec) + (None,) * (len(permutation) - len(spec))
-    return tuple(entries[a] for a in permutation)
