@@ -157,6 +157,10 @@ class DenseGeneral(nnx.Module):
                 "slice_bounds cannot be used with kernel_transposed=True: it slices the trailing "
                 "output-feature axis, which a transposed kernel stores at the front."
             )
+        if any(not -inputs.ndim <= a < inputs.ndim for a in self.axis):
+            raise ValueError(
+                f"axis {self.axis} is out of range for an input of shape {inputs.shape}."
+            )
         axis = tuple(a % inputs.ndim for a in self.axis)
         got = tuple(inputs.shape[a] for a in axis)
         if got != self.in_features:

@@ -142,6 +142,11 @@ def test_input_that_does_not_match_the_axes_is_rejected():
     layer = pair(16, 8)[1]
     with pytest.raises(ValueError, match=r"sizes \(12,\) on axis \(-1,\).*in_features \(16,\)"):
         layer(jnp.ones((2, 12)))
+    deep = DenseGeneral((4, 4), 8, axis=(-3, -1), rngs=nnx.Rngs(0))
+    with pytest.raises(
+        ValueError, match=r"axis \(-3, -1\) is out of range for an input of shape \(4, 4\)"
+    ):
+        deep(jnp.ones((4, 4)))
 
 
 @pytest.mark.parametrize(
