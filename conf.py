@@ -39,7 +39,7 @@ nb_execution_show_tb = True
 nb_execution_timeout = 600
 nb_merge_streams = True
 nb_render_markdown_format = "myst"  # Markdown outputs (tables) are parsed as MyST
-myst_enable_extensions = ["colon_fence", "dollarmath", "deflist"]
+myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 
 autodoc_member_order = "bysource"
