@@ -16,7 +16,7 @@ import difflib
 import json
 from collections.abc import Sequence
 
-from snippets.devices import SHARD_MODES, describe_devices, setup_devices
+from snippets.devices import describe_devices, setup_devices
 from snippets.hlo import (
     array_shapes,
     collectives,
@@ -26,15 +26,20 @@ from snippets.hlo import (
     sharding_call_count,
     transpose_of_dot_sites,
 )
-from snippets.lowering import VARIANTS, LoweredStep, StepConfig, lower_step
+from snippets.lowering import (
+    MESH_LAYOUTS,
+    LoweredStep,
+    StepConfig,
+    every_mode_and_variant,
+    lower_step,
+)
 
 
 def run_report(lowered: LoweredStep) -> dict:
     """What one lowered step shows: barrier, fold sites, leftovers and collectives."""
     config = lowered.config
-    dims = (config.emb, config.vocab)
-    sites = transpose_of_dot_sites(lowered.hlo, dims)
-    left = relayouts(lowered.compiled, dims)
+    sites = transpose_of_dot_sites(lowered.hlo, config.kernel_dims)
+    left = relayouts(lowered.compiled, config.kernel_dims)
     return {
         "mode": config.mode,
         "variant": config.variant,
@@ -64,7 +69,7 @@ def pin_diff(config: StepConfig) -> dict:
 def single_device_control(config: StepConfig) -> dict:
     """The same step on one device: does the compiled weight-gradient dot write [emb, vocab] directly?"""
     lowered = lower_step(dataclasses.replace(config, devices=1, mesh="dp"))
-    dims = (config.emb, config.vocab)
+    dims = config.kernel_dims
     kernel_order_dots = [
         inst.shape
         for inst in instructions(lowered.compiled)
@@ -85,25 +90,22 @@ def single_device_control(config: StepConfig) -> dict:
 def pass_window(config: StepConfig) -> dict:
     """This backend's pass order, and the weight-gradient sites in the module the first algsimp sees."""
     order = pass_order(lower_step(config, dump_passes=True).dumps)
-    dims = (config.emb, config.vocab)
     return {
         "first_algsimp": order.first_algsimp,
         "first_spmd_partitioner": order.first_spmd_partitioner,
         "partitioner_first": order.partitioner_first,
         "sites_at_first_algsimp": [
             {"between": list(site.between), "kind": site.kind}
-            for site in transpose_of_dot_sites(order.module_before_first_algsimp, dims)
+            for site in transpose_of_dot_sites(
+                order.module_before_first_algsimp, config.kernel_dims
+            )
         ],
     }
 
 
 def barrier_report(base: StepConfig) -> dict:
     """Every (mode x variant) on ``base``'s mesh, the pin check, the single-device control and the pass order."""
-    runs = [
-        run_report(lower_step(dataclasses.replace(base, mode=mode, variant=variant)))
-        for mode in SHARD_MODES
-        for variant in VARIANTS
-    ]
+    runs = [run_report(lower_step(config)) for config in every_mode_and_variant(base)]
     explicit_ev = dataclasses.replace(base, mode="explicit", variant="EV")
     pin = pin_diff(explicit_ev)
     single = single_device_control(explicit_ev)
@@ -164,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--vocab", type=int, default=256)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--seq", type=int, default=16)
-    parser.add_argument("--mesh", choices=("dp", "dp_fsdp"), default="dp")
+    parser.add_argument("--mesh", choices=tuple(MESH_LAYOUTS), default="dp")
     args = parser.parse_args(argv)
     setup_devices(args.devices)
     base = StepConfig(

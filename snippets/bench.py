@@ -10,7 +10,6 @@ cores, so CPU timings show the cost of the extra relayout work, not TPU speed.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import statistics
 import time
@@ -18,8 +17,8 @@ from collections.abc import Sequence
 
 import jax
 
-from snippets.devices import SHARD_MODES, setup_devices
-from snippets.lowering import VARIANTS, StepConfig, build_step
+from snippets.devices import setup_devices
+from snippets.lowering import MESH_LAYOUTS, StepConfig, build_step, every_mode_and_variant
 
 QUICK = {"emb": 128, "vocab": 2048, "batch": 8, "seq": 32, "repeats": 7}
 FULL = {"emb": 512, "vocab": 32000, "batch": 8, "seq": 64, "repeats": 15}
@@ -28,9 +27,7 @@ FULL = {"emb": 512, "vocab": 32000, "batch": 8, "seq": 64, "repeats": 15}
 def bench(base: StepConfig, repeats: int, warmup: int = 2) -> list[dict]:
     """Time every (mode x variant) on ``base``'s mesh, interleaving the runs round by round."""
     steps = {
-        (mode, variant): build_step(dataclasses.replace(base, mode=mode, variant=variant))
-        for mode in SHARD_MODES
-        for variant in VARIANTS
+        (config.mode, config.variant): build_step(config) for config in every_mode_and_variant(base)
     }
     for step in steps.values():
         for _ in range(warmup):
@@ -94,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--full", action="store_true", help="the published table's sizes")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.add_argument("--devices", type=int, default=4)
-    parser.add_argument("--mesh", choices=("dp", "dp_fsdp"), default="dp")
+    parser.add_argument("--mesh", choices=tuple(MESH_LAYOUTS), default="dp")
     args = parser.parse_args(argv)
     setup_devices(args.devices)
     sizes, repeats = settings(args.full)

@@ -258,6 +258,12 @@ def _walk_back(
     return chain, current
 
 
+def _has_dims(inst: Instruction, dims: tuple[int, ...] | None) -> bool:
+    """Whether ``inst``'s first array has exactly the sizes ``dims``, in any order (``None``: any)."""
+    shapes = array_shapes(inst.shape)
+    return bool(shapes) and (dims is None or sorted(shapes[0][1]) == sorted(dims))
+
+
 def _label(inst: Instruction) -> str:
     return "Sharding" if is_sharding_call(inst) else inst.opcode
 
@@ -274,9 +280,7 @@ def transpose_of_dot_sites(
     by_name = {inst.name: inst for inst in instructions(hlo_text)}
     sites = []
     for inst in by_name.values():
-        if inst.opcode != "transpose":
-            continue
-        if dims is not None and sorted(array_shapes(inst.shape)[0][1]) != sorted(dims):
+        if inst.opcode != "transpose" or not _has_dims(inst, dims):
             continue
         chain, origin = _walk_back(inst, by_name)
         if origin is None or origin.opcode != "dot":
@@ -305,9 +309,7 @@ def relayouts(hlo_text: str, dims: tuple[int, ...] | None = None) -> list[Relayo
     return [
         Relayout(inst.opcode, inst.shape)
         for inst in instructions(hlo_text)
-        if inst.opcode in ("transpose", "copy")
-        and array_shapes(inst.shape)
-        and (dims is None or sorted(array_shapes(inst.shape)[0][1]) == sorted(dims))
+        if inst.opcode in ("transpose", "copy") and _has_dims(inst, dims)
     ]
 
 

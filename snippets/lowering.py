@@ -25,7 +25,7 @@ from flax.linen import logical_to_mesh_axes
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from snippets.devices import SHARD_MODES, make_mesh, pick_devices
+from snippets.devices import SHARD_MODES, make_mesh
 from snippets.kernel_order_grad import kernel_order_logits
 from snippets.lm_head import LMHeadConfig, build_output_head
 
@@ -68,6 +68,11 @@ class StepConfig:
         fsdp = self.mesh_shape[-1] if self.mesh == "dp_fsdp" else 1
         if self.emb % fsdp:
             raise ValueError(f"emb {self.emb} does not divide over the fsdp axis of size {fsdp}.")
+
+    @property
+    def kernel_dims(self) -> tuple[int, int]:
+        """The head kernel's sizes, ``(emb, vocab)``: how the HLO readers spot its gradient."""
+        return (self.emb, self.vocab)
 
     @property
     def mesh_shape(self) -> tuple[int, ...]:
@@ -114,6 +119,15 @@ class TinyLM(nnx.Module):
         return self.head(x, out_sharding=logits_spec)
 
 
+def every_mode_and_variant(base: StepConfig) -> list[StepConfig]:
+    """``base`` in each shard mode with each head variant, explicit first."""
+    return [
+        dataclasses.replace(base, mode=mode, variant=variant)
+        for mode in SHARD_MODES
+        for variant in VARIANTS
+    ]
+
+
 def cross_entropy(logits: jax.Array, targets: jax.Array) -> jax.Array:
     """Mean softmax cross-entropy of integer ``targets``."""
     log_probs = jax.nn.log_softmax(logits.astype(jnp.float32))
@@ -155,7 +169,6 @@ class Step:
 
 def build_step(config: StepConfig, seed: int = 0) -> Step:
     """Build the model and data for ``config``, place them on the mesh and jit the step."""
-    pick_devices(config.devices)
     mesh = make_mesh(config.mesh_shape, MESH_LAYOUTS[config.mesh], config.mode)
     model = TinyLM(config, nnx.Rngs(seed))
     graphdef, params = nnx.split(model, nnx.Param)

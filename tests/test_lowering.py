@@ -12,7 +12,7 @@ from snippets.hlo import transpose_of_dot_sites
 from snippets.lowering import StepConfig, build_step, lower_step
 
 BASE = StepConfig()
-DIMS = (BASE.emb, BASE.vocab)
+DIMS = BASE.kernel_dims
 
 
 @pytest.fixture(scope="module")
