@@ -91,6 +91,16 @@ def test_a_tampered_layout_record_is_obeyed_on_a_square_kernel(tmp_path):
     assert jnp.array_equal(restored.kernel[...], original.kernel[...].T)
 
 
+def test_an_unknown_layout_in_the_record_raises(tmp_path):
+    save(tmp_path / "ckpt", head(False))
+    record_file = next((tmp_path / "ckpt" / "orientation").glob("*"))
+    record = json.loads(record_file.read_text())
+    record["kernel"]["layout"] = "vocab_major"
+    record_file.write_text(json.dumps(record))
+    with pytest.raises(OrientationError, match="kernel: unknown stored layout 'vocab_major'"):
+        restore(tmp_path / "ckpt", head(True))
+
+
 def test_missing_record_raises(tmp_path):
     save(tmp_path / "ckpt", head(False))
     for path in (tmp_path / "ckpt" / "orientation").iterdir():
