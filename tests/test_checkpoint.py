@@ -20,7 +20,9 @@ from snippets.checkpoint import (
     save,
 )
 from snippets.devices import make_mesh
-from snippets.lm_head import DenseGeneral
+from snippets.lm_head import DenseGeneral, dot_rounding_bound
+
+EPS32 = float(jnp.finfo(jnp.float32).eps)
 
 
 def head(transposed, seed=0, emb=64, vocab=256):
@@ -49,7 +51,10 @@ def test_round_trip_between_orientations(tmp_path, source, target):
     same_seed = head(target)
     assert jnp.array_equal(restored.kernel[...], same_seed.kernel[...])
     assert jnp.array_equal(restored.bias[...], original.bias[...])
-    assert jnp.array_equal(restored(X), original(X))  # these sizes give bit-identical dots on CPU
+    # Another orientation may sum in another order (machine-dependent): compare within rounding.
+    expected = np.asarray(original(X), np.float64)
+    rounding = dot_rounding_bound(X, head(False).kernel[...]) + 2 * EPS32 * np.abs(expected)
+    assert np.all(np.abs(np.asarray(restored(X), np.float64) - expected) <= rounding)
 
 
 def test_checkpoint_stores_the_canonical_orientation(tmp_path):
