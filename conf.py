@@ -84,7 +84,7 @@ def _snippets_digest() -> str:
 def _reexecute_guides_when_snippets_change(app, env, added, changed, removed):
     """The execution cache keys on a notebook's own cells; clear it when ``snippets/`` changed."""
     digest = _snippets_digest()
-    stamp = Path(app.srcdir) / nb_execution_cache_path / "snippets.sha256"
+    stamp = Path(app.srcdir) / app.config.nb_execution_cache_path / "snippets.sha256"
     previous = stamp.read_text() if stamp.exists() else digest
     outdated = []
     if previous != digest:
