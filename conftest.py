@@ -1,7 +1,36 @@
-"""Simulated devices for every test and doctest: set up before JAX's backend starts."""
+"""Simulated devices for every test and doctest, set up before JAX's backend starts.
 
-from snippets.devices import setup_devices
+The tests ask for 8 CPU devices, unless the environment already chose a count
+(``JAX_NUM_CPU_DEVICES``, or ``XLA_FLAGS=--xla_force_host_platform_device_count``):
+that count is kept, and a test marked ``needs_devices(n)`` skips, saying why, when
+this process has fewer than ``n``.
+"""
 
-TEST_DEVICES = 8
+import jax
+import pytest
 
-setup_devices(TEST_DEVICES)
+from snippets.devices import cpu_device_setting, setup_devices
+
+if cpu_device_setting() is None:
+    setup_devices(8)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``needs_devices`` marker."""
+    config.addinivalue_line("markers", "needs_devices(n): skip unless this process has n devices")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip a test marked ``needs_devices(n)`` when this process has fewer than ``n`` devices."""
+    marker = item.get_closest_marker("needs_devices")
+    if marker is not None and len(jax.devices()) < marker.args[0]:
+        pytest.skip(
+            f"needs {marker.args[0]} devices; this process has {len(jax.devices())} "
+            f"({cpu_device_setting()})"
+        )
+
+
+@pytest.fixture(scope="session")
+def device_count() -> int:
+    """How many devices this test process has: 8, or what the environment chose."""
+    return len(jax.devices())

@@ -10,20 +10,27 @@ Run ``python -m snippets.devices [--devices N] [--json]`` for a report.
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import json
 import math
+import numbers
+import os
+import re
 from collections.abc import Sequence
 
 import jax
-from jax._src import xla_bridge
 from jax.sharding import AxisType, Mesh
+
+from snippets.cli import Parser, SetupError, available_memory, positive_int, reported
 
 SHARD_MODES: dict[str, AxisType] = {"explicit": AxisType.Explicit, "auto": AxisType.Auto}
 """The two shard modes, as a config writes them, and the mesh axis type each one means."""
 
+SIMULATED_DEVICE_BYTES = 2**19
+"""Memory to allow per simulated CPU device: about 0.3 MB measured (JAX 0.12), with a margin."""
 
-class TooFewDevicesError(RuntimeError):
+
+class TooFewDevicesError(SetupError):
     """JAX started with fewer devices than a guide needs, and it is too late to add more."""
 
 
@@ -31,28 +38,70 @@ def setup_devices(n: int = 4) -> list[jax.Device]:
     """Return ``n`` devices: accelerator chips when there are enough, else simulated CPUs.
 
     Call it before any other JAX operation: the CPU device count is fixed when
-    the backend starts.
+    the backend starts. A count the user chose (``JAX_NUM_CPU_DEVICES`` or
+    ``XLA_FLAGS=--xla_force_host_platform_device_count``) is kept, never raised.
     """
-    if n < 1:
-        raise ValueError(f"setup_devices needs at least one device, got n={n}.")
-    if not xla_bridge.backends_are_initialized():
-        jax.config.update("jax_num_cpu_devices", max(n, jax.config.jax_num_cpu_devices))
+    n = _device_count(n)
+    if n > max_simulated_devices():
+        raise ValueError(
+            f"{n} simulated CPU devices need about {n * SIMULATED_DEVICE_BYTES / 2**30:.3g} GiB "
+            f"but {available_memory() / 2**30:.3g} GiB of memory is available; ask for at most "
+            f"{max_simulated_devices()}."
+        )
+    if cpu_device_setting() is None:
+        # JAX refuses a new count once its backend has started; pick_devices then explains.
+        with contextlib.suppress(RuntimeError):
+            jax.config.update("jax_num_cpu_devices", n)
     return pick_devices(n)
+
+
+def max_simulated_devices() -> int:
+    """The most simulated CPU devices the memory available now can hold."""
+    return max(1, available_memory() // SIMULATED_DEVICE_BYTES)
+
+
+def cpu_device_setting() -> str | None:
+    """What already fixed the CPU device count of this process, as ``NAME=VALUE``; else ``None``."""
+    configured = jax.config.jax_num_cpu_devices
+    if configured >= 0:
+        if os.environ.get("JAX_NUM_CPU_DEVICES", "").strip() == str(configured):
+            return f"JAX_NUM_CPU_DEVICES={configured}"
+        return f"jax_num_cpu_devices={configured}"
+    counts = re.findall(
+        r"--xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", "")
+    )
+    return f"XLA_FLAGS=--xla_force_host_platform_device_count={counts[-1]}" if counts else None
 
 
 def pick_devices(n: int) -> list[jax.Device]:
     """The first ``n`` devices of the default backend, or of the CPU backend if it alone has ``n``."""
+    n = _device_count(n)
     for devices in (jax.devices(), jax.devices("cpu")):
         if len(devices) >= n:
             return list(devices[:n])
-    found = jax.devices()
+    found, setting = jax.devices(), cpu_device_setting()
+    if setting is None or setting.startswith("jax_num_cpu_devices"):
+        fix = (
+            "the count cannot change in a running process: restart Python (or the kernel) and "
+            f"call snippets.devices.setup_devices({n}) before any other JAX operation, or start "
+            f"it with JAX_NUM_CPU_DEVICES={n}"
+        )
+    else:
+        name = setting.rsplit("=", 1)[0]
+        fix = f"{setting} is set in the environment: start Python with {name}={n} or unset it"
     raise TooFewDevicesError(
-        f"{n} devices are needed but JAX's backend already started with {len(found)} "
-        f"{found[0].platform} device(s); the simulated CPU device count cannot change now. "
-        f"Call snippets.devices.setup_devices({n}) before any other JAX operation (or set "
-        f"XLA_FLAGS=--xla_force_host_platform_device_count={n} before starting Python), "
-        "then restart the kernel or interpreter."
+        f"{n} devices are needed but JAX's backend started with {len(found)} "
+        f"{found[0].platform} device(s); {fix}."
     )
+
+
+def _device_count(n: object) -> int:
+    """``n`` as a device count, or a clear error."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"A device count must be a whole number, got {n!r}.")
+    if n < 1:
+        raise ValueError(f"A device count must be at least 1, got {n}.")
+    return int(n)
 
 
 def make_mesh(
@@ -101,11 +150,12 @@ def describe_devices() -> dict[str, object]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Print which devices the guides would run on."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--devices", type=int, default=4, help="devices to set up")
+    parser = Parser(__doc__)
+    parser.add_argument("--devices", type=positive_int, default=4, help="devices to set up")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
-    setup_devices(args.devices)
+    with reported(args.debug):
+        setup_devices(args.devices)
     report = describe_devices()
     if args.json:
         print(json.dumps(report, indent=2))

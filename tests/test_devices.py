@@ -1,5 +1,7 @@
 """Device setup and the mesh helper, including each way to get them wrong."""
 
+import os
+import re
 import subprocess
 import sys
 
@@ -7,24 +9,47 @@ import jax
 import pytest
 from jax.sharding import AxisType
 
-from conftest import TEST_DEVICES
-from snippets.devices import TooFewDevicesError, make_mesh, pick_devices, setup_devices
+from snippets.devices import (
+    TooFewDevicesError,
+    make_mesh,
+    max_simulated_devices,
+    pick_devices,
+    setup_devices,
+)
+
+COUNT_FLAG = "--xla_force_host_platform_device_count"
 
 
-def run_python(code: str) -> subprocess.CompletedProcess:
-    """Run ``code`` in a new interpreter, where JAX's backend has not started yet."""
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
+    """Run ``code`` in a new interpreter, where JAX's backend has not started yet.
+
+    The device count this test process inherited is removed first, so that each
+    test decides it with ``env``.
+    """
+    clean = {k: v for k, v in os.environ.items() if k != "JAX_NUM_CPU_DEVICES"}
+    clean["XLA_FLAGS"] = re.sub(rf"{COUNT_FLAG}=\d+", "", clean.get("XLA_FLAGS", ""))
     return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        env=clean | env,
     )
 
 
-def test_simulates_the_requested_count_before_the_backend_starts():
+def test_simulates_the_requested_count_and_then_says_it_is_fixed():
     result = run_python(
         "from snippets.devices import setup_devices; import jax\n"
-        "devices = setup_devices(3); print(len(devices), len(jax.devices()))"
+        "devices = setup_devices(3); print(len(devices), len(jax.devices()), flush=True)\n"
+        "setup_devices(8)"
     )
-    assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["3", "3"]
+    assert "TooFewDevicesError: 8 devices are needed" in result.stderr
+    assert "started with 3 cpu device(s)" in result.stderr
+    assert "restart Python (or the kernel) and call snippets.devices.setup_devices(8)" in (
+        result.stderr
+    )
 
 
 def test_too_few_devices_after_the_backend_started_is_a_clear_error():
@@ -36,14 +61,59 @@ def test_too_few_devices_after_the_backend_started_is_a_clear_error():
     assert "setup_devices(4) before any other JAX operation" in result.stderr
 
 
-def test_asking_for_more_than_exist_in_this_process_raises():
-    with pytest.raises(TooFewDevicesError, match=f"already started with {TEST_DEVICES}"):
-        setup_devices(TEST_DEVICES + 1)
+@pytest.mark.parametrize(
+    ("name", "value", "setting"),
+    [
+        ("XLA_FLAGS", f"{COUNT_FLAG}=16", f"XLA_FLAGS={COUNT_FLAG}=16"),
+        ("JAX_NUM_CPU_DEVICES", "16", "JAX_NUM_CPU_DEVICES=16"),
+    ],
+)
+def test_a_count_set_in_the_environment_is_kept_and_named(name, value, setting):
+    result = run_python(
+        "from snippets.devices import setup_devices; import jax\n"
+        "print(len(setup_devices(4)), len(setup_devices(8)), len(jax.devices()), flush=True)\n"
+        "setup_devices(32)",
+        **{name: value},
+    )
+    assert result.stdout.split() == ["4", "8", "16"]
+    assert "32 devices are needed but JAX's backend started with 16 cpu device(s)" in (
+        result.stderr
+    )
+    assert f"{setting} is set in the environment: start Python with {setting[:-2]}32" in (
+        result.stderr
+    )
 
 
-def test_setup_returns_exactly_n_devices():
+def test_asking_for_more_than_exist_in_this_process_raises(device_count):
+    with pytest.raises(TooFewDevicesError, match=f"backend started with {device_count} "):
+        setup_devices(device_count + 1)
+
+
+def test_setup_returns_exactly_n_devices(device_count):
     assert len(setup_devices(2)) == 2
-    assert pick_devices(TEST_DEVICES) == jax.devices()[:TEST_DEVICES]
+    assert pick_devices(device_count) == jax.devices()[:device_count]
+
+
+@pytest.mark.parametrize(
+    ("n", "error", "message"),
+    [
+        (0, ValueError, "must be at least 1, got 0"),
+        (-2, ValueError, "must be at least 1, got -2"),
+        (2.0, TypeError, "must be a whole number, got 2.0"),
+        (True, TypeError, "must be a whole number, got True"),
+        ("4", TypeError, "must be a whole number, got '4'"),
+    ],
+)
+def test_a_device_count_must_be_a_positive_whole_number(n, error, message):
+    for function in (setup_devices, pick_devices):
+        with pytest.raises(error, match=message):
+            function(n)
+
+
+def test_a_count_beyond_memory_is_refused_before_anything_is_allocated():
+    limit = max_simulated_devices()
+    with pytest.raises(ValueError, match=rf"GiB of memory is available; ask for at most {limit}\."):
+        setup_devices(10**9)
 
 
 @pytest.mark.parametrize(
@@ -65,9 +135,9 @@ def test_mesh_shape_must_match_the_given_devices():
         make_mesh((4,), ("data",), "auto", devices=jax.devices()[:2])
 
 
-def test_mesh_larger_than_the_device_count_is_rejected():
-    with pytest.raises(TooFewDevicesError, match=f"{2 * TEST_DEVICES} devices are needed"):
-        make_mesh((2, TEST_DEVICES), ("data", "model"), "explicit")
+def test_mesh_larger_than_the_device_count_is_rejected(device_count):
+    with pytest.raises(TooFewDevicesError, match=f"{2 * device_count} devices are needed"):
+        make_mesh((2, device_count), ("data", "model"), "explicit")
 
 
 def test_mesh_names_must_match_the_shape():

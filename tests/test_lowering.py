@@ -5,7 +5,6 @@ import dataclasses
 import numpy as np
 import pytest
 
-from conftest import TEST_DEVICES
 from snippets.barrier import pass_window, pin_diff, run_report, single_device_control
 from snippets.devices import TooFewDevicesError
 from snippets.hlo import transpose_of_dot_sites
@@ -124,6 +123,6 @@ def test_bad_configurations_are_rejected(changes, message):
         dataclasses.replace(BASE, **changes)
 
 
-def test_more_devices_than_exist_is_rejected():
-    with pytest.raises(TooFewDevicesError, match=f"{2 * TEST_DEVICES} devices are needed"):
-        build_step(dataclasses.replace(BASE, devices=2 * TEST_DEVICES, batch=2 * TEST_DEVICES))
+def test_more_devices_than_exist_is_rejected(device_count):
+    with pytest.raises(TooFewDevicesError, match=f"{2 * device_count} devices are needed"):
+        build_step(dataclasses.replace(BASE, devices=2 * device_count, batch=2 * device_count))

@@ -1,0 +1,88 @@
+"""What every ``python -m snippets.NAME`` shares: one ``error:`` line for bad input, memory bounds.
+
+A problem the user can fix (an argument out of range, a configuration that does
+not fit, too few devices) is printed as one line on stderr with exit status 2;
+``--debug`` shows the traceback instead. Sizes are checked against the memory
+available before anything is allocated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NoReturn
+
+from pydantic import ValidationError
+
+
+class SetupError(RuntimeError):
+    """The process cannot run what was asked, and the fix is in its environment, not the input."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser with ``--debug`` whose usage errors are one ``error:`` line, exit 2."""
+
+    def __init__(self, doc: str):
+        super().__init__(description=doc.strip().splitlines()[0])
+        self.add_argument("--debug", action="store_true", help="show the traceback of an error")
+
+    def error(self, message: str) -> NoReturn:
+        """Print one line naming the bad argument, then exit with status 2."""
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
+def one_line(error: BaseException) -> str:
+    """``error``'s message on one line; a pydantic error lists each field, its problem and input."""
+    if isinstance(error, ValidationError):
+        return "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or error.title}: {e['msg']} (got {e['input']!r})"
+            for e in error.errors(include_url=False)
+        )
+    return " ".join(str(error).split())
+
+
+@contextlib.contextmanager
+def reported(debug: bool) -> Iterator[None]:
+    """Turn a ValueError or SetupError raised inside into one ``error:`` line and exit status 2."""
+    try:
+        yield
+    except (ValueError, SetupError) as error:
+        if debug:
+            raise
+        sys.stderr.write(f"error: {one_line(error)}\n")
+        raise SystemExit(2) from None
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1, written in decimal digits."""
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
+def available_memory() -> int:
+    """Bytes of memory this process can still allocate: MemAvailable, capped by a cgroup limit."""
+    available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                available = int(line.split()[1]) * 1024
+    with contextlib.suppress(OSError, ValueError):
+        cgroup = Path("/sys/fs/cgroup")
+        limit = int((cgroup / "memory.max").read_text())
+        available = min(available, limit - int((cgroup / "memory.current").read_text()))
+    return available
+
+
+def check_memory(nbytes: int, what: str) -> None:
+    """Raise ValueError, before anything is allocated, if ``what`` needs more memory than is free."""
+    available = available_memory()
+    if nbytes > available:
+        raise ValueError(
+            f"{what} needs about {nbytes / 2**30:.3g} GiB but {available / 2**30:.3g} GiB of "
+            "memory is available; choose smaller sizes."
+        )
