@@ -12,11 +12,11 @@ Run ``python -m snippets.lm_head [--json]`` for a summary of both orientations.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
-from collections.abc import Callable, Sequence
-from typing import Any, Literal
+import numbers
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, Self
 
 import jax
 import jax.numpy as jnp
@@ -26,6 +26,8 @@ from flax.linen import logical_to_mesh_axes
 from jax import lax
 from jax.sharding import PartitionSpec
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+
+from snippets.cli import Parser, check_memory, positive_int, reported
 
 Shape = tuple[int, ...]
 KernelInit = Callable[[jax.Array, Shape, Any, Shape, Shape], jax.Array]
@@ -53,8 +55,27 @@ class Int8Quant:
         return jnp.round(kernel / scale) * scale
 
 
-def _as_tuple(value: int | Sequence[int]) -> Shape:
-    return (value,) if isinstance(value, int) else tuple(value)
+def _int_tuple(name: str, value: object, minimum: int | None = None) -> Shape:
+    """``value`` (one whole number or a sequence of them) as a tuple of ints, checked."""
+    items = (value,) if isinstance(value, numbers.Integral) else value
+    if not isinstance(items, Sequence) or not all(
+        isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in items
+    ):
+        raise TypeError(f"{name} must be a whole number or a sequence of them, got {value!r}.")
+    if minimum is not None and any(v < minimum for v in items):
+        raise ValueError(f"{name} must all be at least {minimum}, got {tuple(items)}.")
+    return tuple(int(v) for v in items)
+
+
+def _normalized_axes(axis: Shape, shape: Shape) -> Shape:
+    """``axis`` as non-negative axes of an input of ``shape``, each named at most once."""
+    ndim = len(shape)
+    if any(not -ndim <= a < ndim for a in axis):
+        raise ValueError(f"axis {axis} is out of range for an input of shape {shape}.")
+    normalized = tuple(a % ndim for a in axis)
+    if len(set(normalized)) != len(normalized):
+        raise ValueError(f"axis {axis} names the same axis twice of an input of shape {shape}.")
+    return normalized
 
 
 def stored_order(in_part: tuple, out_part: tuple, kernel_transposed: bool) -> tuple:
@@ -89,8 +110,14 @@ class DenseGeneral(nnx.Module):
         kernel_transposed: bool = False,
         rngs: nnx.Rngs,
     ):
-        self.in_features, self.out_features = _as_tuple(in_features), _as_tuple(out_features)
-        self.axis = _as_tuple(axis)
+        self.in_features = _int_tuple("in_features", in_features, minimum=1)
+        self.out_features = _int_tuple("out_features", out_features, minimum=1)
+        self.axis = _int_tuple("axis", axis)
+        for name, flag in (("use_bias", use_bias), ("kernel_transposed", kernel_transposed)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be True or False, got {flag!r}.")
+        if quant is not None and not callable(getattr(quant, "fake_quantize", None)):
+            raise TypeError(f"quant must be None or a config such as Int8Quant(), got {quant!r}.")
         self.kernel_transposed = kernel_transposed
         self.quant = quant
         self.dtype = dtype
@@ -99,6 +126,10 @@ class DenseGeneral(nnx.Module):
             raise ValueError(
                 f"axis {self.axis} must name one input axis per in_feature {self.in_features}."
             )
+        if len(set(self.axis)) != n_in:
+            raise ValueError(f"axis {self.axis} names the same input axis twice.")
+        if not all(name is None or isinstance(name, str) for name in kernel_axes):
+            raise TypeError(f"kernel_axes must be names or None, got {tuple(kernel_axes)!r}.")
         if kernel_axes and len(kernel_axes) != n_in + n_out:
             raise ValueError(
                 f"kernel_axes {tuple(kernel_axes)} must name {n_in + n_out} axes "
@@ -118,6 +149,12 @@ class DenseGeneral(nnx.Module):
             tuple(range(n_in)),
             tuple(range(n_in, n_in + n_out)),
         )
+        if getattr(canonical, "shape", None) != (*self.in_features, *self.out_features):
+            raise ValueError(
+                f"kernel_init returned shape {getattr(canonical, 'shape', type(canonical))}; "
+                f"it must return the canonical [in..., out...] shape "
+                f"{(*self.in_features, *self.out_features)} it was asked for."
+            )
         self.kernel_permutation = stored_order(
             tuple(range(n_in)), tuple(range(n_in, n_in + n_out)), kernel_transposed
         )
@@ -140,6 +177,32 @@ class DenseGeneral(nnx.Module):
             else None
         )
 
+    def _check_slice_bounds(self, slice_bounds: object) -> None:
+        """Reject bounds outside ``0 <= begin < end <= out_features[-1]``, as MaxText does."""
+        if self.kernel_transposed:
+            raise ValueError(
+                "slice_bounds cannot be used with kernel_transposed=True: it slices the trailing "
+                "output-feature axis, which a transposed kernel stores at the front."
+            )
+        if self.quant is not None:
+            raise ValueError(
+                "slice_bounds cannot be combined with quant: as in MaxText, the quantised matmul "
+                "takes the whole kernel. Drop one of the two."
+            )
+        last = self.out_features[-1]
+        if not (
+            isinstance(slice_bounds, Sequence)
+            and len(slice_bounds) == 2
+            and all(
+                isinstance(b, numbers.Integral) and not isinstance(b, bool) for b in slice_bounds
+            )
+            and 0 <= slice_bounds[0] < slice_bounds[1] <= last
+        ):
+            raise ValueError(
+                f"slice_bounds {slice_bounds!r} must be two whole numbers (begin, end) with "
+                f"0 <= begin < end <= {last}, the size of the last output feature."
+            )
+
     @property
     def contract_axes(self) -> Shape:
         """The kernel axes the input is contracted with: leading, or trailing when transposed."""
@@ -153,16 +216,10 @@ class DenseGeneral(nnx.Module):
         slice_bounds: tuple[int, int] | None = None,
     ) -> jax.Array:
         """Contract ``inputs`` over ``axis`` with the kernel; ``slice_bounds`` keeps a slice of the last output feature."""
-        if slice_bounds is not None and self.kernel_transposed:
-            raise ValueError(
-                "slice_bounds cannot be used with kernel_transposed=True: it slices the trailing "
-                "output-feature axis, which a transposed kernel stores at the front."
-            )
-        if any(not -inputs.ndim <= a < inputs.ndim for a in self.axis):
-            raise ValueError(
-                f"axis {self.axis} is out of range for an input of shape {inputs.shape}."
-            )
-        axis = tuple(a % inputs.ndim for a in self.axis)
+        if slice_bounds is not None:
+            self._check_slice_bounds(slice_bounds)
+        inputs = jnp.asarray(inputs)
+        axis = _normalized_axes(self.axis, inputs.shape)
         got = tuple(inputs.shape[a] for a in axis)
         if got != self.in_features:
             raise ValueError(
@@ -192,9 +249,12 @@ def dense_general_linen(*args: Any, **kwargs: Any) -> nnx.bridge.ToLinen:
 
 
 class LMHeadConfig(BaseModel):
-    """The configuration of the output head: sizes, shard mode and the transposed-kernel flag."""
+    """The configuration of the output head: sizes, shard mode and the transposed-kernel flag.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    Strict: ``True`` is not a size, ``64.0`` not an int, ``"yes"`` not a flag.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     emb_dim: PositiveInt
     vocab_size: PositiveInt
@@ -220,6 +280,10 @@ class LMHeadConfig(BaseModel):
             )
         return self
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update`` applied, validated like a new config (pydantic's copy is not)."""
+        return self.model_validate({**self.model_dump(), **(update or {})})
+
 
 HEAD_KERNEL_AXES = ("embed", "vocab")
 """The LM head kernel's logical axes, in the canonical ``in, out`` order."""
@@ -237,10 +301,18 @@ class AttendOnEmbedding(nnx.Module):
         return jnp.einsum("...e,ve->...v", inputs, table, out_sharding=out_sharding)
 
 
+def validated(config: LMHeadConfig) -> LMHeadConfig:
+    """``config`` validated again, so one built with ``model_construct`` cannot slip through."""
+    if not isinstance(config, LMHeadConfig):
+        raise TypeError(f"Expected an LMHeadConfig, got {type(config).__name__}.")
+    return LMHeadConfig.model_validate(config.model_dump())
+
+
 def build_output_head(
     config: LMHeadConfig, *, rngs: nnx.Rngs, embedding: nnx.Embed | None = None
 ) -> DenseGeneral | AttendOnEmbedding:
     """The untied dense head, or attend-on-embedding when ``logits_via_embedding`` is set."""
+    config = validated(config)
     if config.logits_via_embedding:
         if embedding is None:
             raise ValueError(
@@ -256,6 +328,43 @@ def build_output_head(
     )
 
 
+def checked_rules(rules: LogicalRules, needed: Sequence[str]) -> LogicalRules:
+    """``rules``, checked: ``(logical name, mesh axes or None)`` pairs with a rule for each ``needed``.
+
+    A logical axis without a rule is silently replicated, so a missing rule is an
+    error: write ``(name, None)`` to replicate on purpose.
+    """
+    rules = list(rules)
+    for rule in rules:
+        pair = isinstance(rule, tuple | list) and len(rule) == 2 and isinstance(rule[0], str)
+        targets = (
+            rule[1] if pair and isinstance(rule[1], tuple | list) else rule[1:] if pair else ()
+        )
+        if not pair or not all(axis is None or isinstance(axis, str) for axis in targets):
+            raise ValueError(
+                f"Logical rule {rule!r} must be a (logical name, mesh axis, tuple of them or None) "
+                "pair, such as ('vocab', 'model')."
+            )
+    missing = [name for name in needed if name not in {rule[0] for rule in rules}]
+    if missing:
+        raise ValueError(
+            f"The logical rules {rules} have no rule for {missing}, which would leave those axes "
+            f"replicated without saying so; add e.g. ({missing[0]!r}, 'model') to shard one, or "
+            f"({missing[0]!r}, None) to replicate it on purpose."
+        )
+    return rules
+
+
+def _entries(spec: PartitionSpec, rank: int) -> tuple:
+    """A spec's entries padded with ``None`` to ``rank``, ``("model",)`` written as ``"model"``."""
+    if not isinstance(spec, PartitionSpec):
+        raise TypeError(f"Expected a PartitionSpec, got {spec!r}.")
+    if len(spec) > rank:
+        raise ValueError(f"PartitionSpec {spec} has {len(spec)} entries for a rank-{rank} kernel.")
+    entries = (*spec, *(None,) * (rank - len(spec)))
+    return tuple(e[0] if isinstance(e, tuple) and len(e) == 1 else e or None for e in entries)
+
+
 def head_kernel_spec(
     config: LMHeadConfig, rules: LogicalRules, check: PartitionSpec | None = None
 ) -> PartitionSpec:
@@ -268,11 +377,12 @@ def head_kernel_spec(
     >>> head_kernel_spec(config, [("embed", None), ("vocab", "model")])
     P('model', None)
     """
+    config = validated(config)
     axes = stored_order(
         HEAD_KERNEL_AXES[:1], HEAD_KERNEL_AXES[1:], config.lm_head_kernel_transposed
     )
-    spec = logical_to_mesh_axes(axes, rules)
-    if check is not None and tuple(check) != tuple(spec):
+    spec = logical_to_mesh_axes(axes, checked_rules(rules, HEAD_KERNEL_AXES))
+    if check is not None and _entries(check, len(axes)) != _entries(spec, len(axes)):
         layout = "[vocab, embed]" if config.lm_head_kernel_transposed else "[embed, vocab]"
         raise ValueError(
             f"PartitionSpec {check} does not fit the LM head kernel stored as {layout} "
@@ -384,12 +494,18 @@ REPORT_FLAGS = (
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the two orientations side by side."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(__doc__)
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
-    parser.add_argument("--emb", type=int, default=64)
-    parser.add_argument("--vocab", type=int, default=256)
-    parser.add_argument("--tokens", type=int, default=32)
+    parser.add_argument("--emb", type=positive_int, default=64, help="embedding size")
+    parser.add_argument("--vocab", type=positive_int, default=256, help="vocabulary size")
+    parser.add_argument("--tokens", type=positive_int, default=32, help="tokens in the batch")
     args = parser.parse_args(argv)
+    with reported(args.debug):
+        # Kernels, gradients, logits and their float64 differences, with room to spare.
+        sizes = (
+            10 * args.emb * args.vocab + 8 * args.tokens * args.vocab + 2 * args.tokens * args.emb
+        )
+        check_memory(8 * sizes, f"--emb {args.emb} --vocab {args.vocab} --tokens {args.tokens}")
     report = orientation_report(args.emb, args.vocab, args.tokens)
     if args.json:
         print(json.dumps(report, indent=2))
