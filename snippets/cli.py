@@ -12,7 +12,7 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NoReturn
 
@@ -78,11 +78,22 @@ def available_memory() -> int:
     return available
 
 
-def check_memory(nbytes: int, what: str) -> None:
+def check_memory(nbytes: int, what: str, fix: str = "choose smaller sizes") -> None:
     """Raise ValueError, before anything is allocated, if ``what`` needs more memory than is free."""
     available = available_memory()
     if nbytes > available:
         raise ValueError(
             f"{what} needs about {nbytes / 2**30:.3g} GiB but {available / 2**30:.3g} GiB of "
-            "memory is available; choose smaller sizes."
+            f"memory is available; {fix}."
         )
+
+
+def largest_fitting(cost: Callable[[int], int]) -> int:
+    """The largest ``n`` whose ``cost(n)`` bytes (growing with ``n``) fit in the free memory."""
+    available, low, high = available_memory(), 0, 1
+    while cost(high) <= available:
+        low, high = high, 2 * high
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if cost(middle) <= available else (low, middle)
+    return low

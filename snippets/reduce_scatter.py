@@ -10,9 +10,9 @@ Run ``python -m snippets.reduce_scatter [--ranks N] [--json]``.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
+import numbers
 from collections.abc import Callable, Sequence
 
 import jax
@@ -22,13 +22,23 @@ from jax import shard_map
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from snippets.devices import make_mesh, setup_devices
+from snippets.cli import Parser, check_memory, largest_fitting, positive_int, reported
+from snippets.devices import SIMULATED_DEVICE_BYTES, make_mesh, setup_devices
 from snippets.hlo import collectives, opcode_counts, without_metadata
 
 SEED_A = np.array([[1, 2], [3, 4]], dtype=np.float32)
 SEED_B = np.array([[5, 6], [7, 8]], dtype=np.float32)
 AXIS = "k"
 """The mesh axis the contraction is split over."""
+
+COLLECTIVE_KINDS = ("reduce-scatter", "all-gather", "all-reduce")
+
+
+def _counts(**counts: object) -> None:
+    """Raise unless every count is a whole number of at least 1, naming the first that is not."""
+    for name, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}.")
 
 
 def contraction_mesh(ranks: int) -> Mesh:
@@ -39,6 +49,8 @@ def contraction_mesh(ranks: int) -> Mesh:
 def split_contraction(a: np.ndarray, b: np.ndarray, mesh: Mesh) -> tuple[jax.Array, jax.Array]:
     """Place column block r of ``a`` and row block r of ``b`` on rank r."""
     ranks = mesh.shape[AXIS]
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"A and B must be matrices, got shapes {a.shape} and {b.shape}.")
     (m, k), (k_b, _) = a.shape, b.shape
     if k != k_b:
         raise ValueError(
@@ -126,6 +138,9 @@ class Transfer:
 
 def schedule(rows: int, cols: int, ranks: int, itemsize: int) -> list[Transfer]:
     """The direct exchange: rank r sends its partial rows owned by s (reduce-scatter), then its finished rows (all-gather)."""
+    _counts(rows=rows, cols=cols, ranks=ranks, itemsize=itemsize)
+    if rows % ranks:
+        raise ValueError(f"rows {rows} must divide by ranks {ranks}: rank r owns one block.")
     block = rows // ranks
     size = block * cols * itemsize
     return [
@@ -139,11 +154,16 @@ def schedule(rows: int, cols: int, ranks: int, itemsize: int) -> list[Transfer]:
 
 
 def schedule_bytes_per_rank(transfers: Sequence[Transfer], step: str) -> int:
-    """Bytes rank 0 sends in ``step``; every rank sends the same, which is checked."""
+    """Bytes rank 0 sends in ``step``; every rank sends the same, which is checked.
+
+    One rank has nothing to exchange: no transfers, zero bytes.
+    """
     sent: dict[int, int] = {}
     for t in transfers:
         if t.step == step:
             sent[t.source] = sent.get(t.source, 0) + t.bytes
+    if not sent:
+        return 0
     if len(set(sent.values())) != 1:
         raise AssertionError(f"ranks send unequal amounts in {step}: {sent}")
     return sent[0]
@@ -151,14 +171,18 @@ def schedule_bytes_per_rank(transfers: Sequence[Transfer], step: str) -> int:
 
 def hlo_bytes_per_rank(function: Callable, *args: jax.Array) -> dict[str, float]:
     """Bytes sent per rank by each kind of collective in ``function``'s compiled HLO (ring model)."""
-    totals: dict[str, float] = {}
+    totals: dict[str, float] = dict.fromkeys(COLLECTIVE_KINDS, 0)
     for op in collectives(function.lower(*args).compile().as_text()):
         totals[op.kind] = totals.get(op.kind, 0) + op.bytes_per_rank
     return totals
 
 
 def walkthrough(ranks: int = 2, a: np.ndarray = SEED_A, b: np.ndarray = SEED_B) -> dict:
-    """Every step of the exchange for ``ranks`` ranks, with results, checks and byte counts."""
+    """Every step of the exchange for ``ranks`` ranks, with results, checks and byte counts.
+
+    With one rank there is nothing to exchange: the collectives move zero bytes.
+    """
+    _counts(ranks=ranks)
     mesh = contraction_mesh(ranks)
     a_split, b_split = split_contraction(np.asarray(a), np.asarray(b), mesh)
     reference = np.asarray(a, dtype=np.float64) @ np.asarray(b, dtype=np.float64)
@@ -170,7 +194,7 @@ def walkthrough(ranks: int = 2, a: np.ndarray = SEED_A, b: np.ndarray = SEED_B) 
         step: schedule_bytes_per_rank(transfers, step) for step in ("reduce-scatter", "all-gather")
     }
     hlo_bytes = hlo_bytes_per_rank(reduce_scatter_then_all_gather(mesh), a_split, b_split)
-    hlo_bytes |= hlo_bytes_per_rank(all_reduce(mesh), a_split, b_split)
+    hlo_bytes["all-reduce"] = hlo_bytes_per_rank(all_reduce(mesh), a_split, b_split)["all-reduce"]
     return {
         "ranks": ranks,
         "partials": [p[0].tolist() for p in per_rank(local_products(mesh)(a_split, b_split), mesh)],
@@ -242,6 +266,11 @@ def lm_head_threshold_table(
     embs: Sequence[int] = (512, 1024, 2048, 4096), ranks: int = 4, itemsize: int = 4
 ) -> list[dict]:
     """Per-shard minor-most extent of the LM-head weight gradient ``[V, emb/ranks]`` against the threshold."""
+    _counts(ranks=ranks, itemsize=itemsize)
+    for emb in embs:
+        _counts(emb=emb)
+        if emb % ranks:
+            raise ValueError(f"emb {emb} does not divide over {ranks} ranks; use a multiple.")
     return [
         {
             "emb": emb,
@@ -261,6 +290,12 @@ def cpu_weight_gradient_collectives(
     The partitioner writes this as all-reduce + dynamic-slice; a backend with a
     reduce-scatter creator pass turns the pair into one reduce-scatter.
     """
+    _counts(ranks=ranks, tokens=tokens, emb=emb, vocab=vocab)
+    if tokens % ranks or emb % ranks:
+        raise ValueError(
+            f"tokens {tokens} and emb {emb} must both divide by ranks {ranks}: the tokens are "
+            "split over the ranks, and so are the gradient's rows."
+        )
     mesh = make_mesh((ranks,), ("data",), "auto")
     x = jax.device_put(jnp.ones((tokens, emb)), NamedSharding(mesh, P("data")))
     g = jax.device_put(jnp.ones((tokens, vocab)), NamedSharding(mesh, P("data")))
@@ -279,22 +314,33 @@ def cpu_weight_gradient_collectives(
     }
 
 
+def walkthrough_bytes(ranks: int) -> int:
+    """Memory the walkthrough may need: a simulated device per rank, 2 r (r - 1) transfers (~1.5 KB each)."""
+    return ranks * SIMULATED_DEVICE_BYTES + 4096 * ranks**2
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the walkthrough for ``--ranks`` ranks."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ranks", type=int, default=2)
+    parser = Parser(__doc__)
+    parser.add_argument("--ranks", type=positive_int, default=2, help="ranks (devices) to use")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
-    setup_devices(args.ranks)
-    if args.ranks == 2:
-        report = walkthrough()
-    else:
-        rows = 2 * args.ranks
-        report = walkthrough(
-            args.ranks,
-            np.arange(rows * args.ranks, dtype=np.float32).reshape(rows, args.ranks),
-            np.arange(args.ranks * 2, dtype=np.float32).reshape(args.ranks, 2),
+    with reported(args.debug):
+        check_memory(
+            walkthrough_bytes(args.ranks),
+            f"--ranks {args.ranks}",
+            f"use at most --ranks {largest_fitting(walkthrough_bytes)}",
         )
+        setup_devices(args.ranks)
+        if args.ranks == 2:
+            report = walkthrough()
+        else:
+            rows = 2 * args.ranks
+            report = walkthrough(
+                args.ranks,
+                np.arange(rows * args.ranks, dtype=np.float32).reshape(rows, args.ranks),
+                np.arange(args.ranks * 2, dtype=np.float32).reshape(args.ranks, 2),
+            )
     if args.json:
         print(json.dumps(report, indent=2))
         return
