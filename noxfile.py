@@ -5,28 +5,42 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import nox
 
 nox.needs_version = ">=2024.10"
-nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.default_venv_backend = "uv"
 nox.options.reuse_existing_virtualenvs = True
 
-PYPROJECT = nox.project.load_toml("pyproject.toml")
 HTML = Path("_build/html")
+UV = nox.virtualenv.UV  # the uv that nox found (on PATH or beside nox); nox uses it for "uv" too
 
 
-def install(session: nox.Session, *groups: str) -> None:
-    """Install this project (editable) and the named dependency groups."""
-    session.install("-e", ".", *nox.project.dependency_groups(PYPROJECT, *groups))
+def install(session: nox.Session, *groups: str, project: bool = True) -> None:
+    """Install exactly what ``uv.lock`` pins: the named groups, and this project unless told not.
+
+    ``uv sync --locked`` fails instead of re-resolving when the lock is out of date
+    with ``pyproject.toml`` (run ``uv lock`` after changing a pin), and removes
+    anything the lock does not list, so a reused environment cannot drift.
+    """
+    session.run_install(
+        *("uv", "sync", "--locked", "--no-default-groups"),
+        *(f"--group={group}" for group in groups),
+        *([] if project else ["--no-install-project"]),
+        f"--python={session.virtualenv.location}",
+        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+        external=True,
+    )
 
 
 @nox.session(default=True)
 def lint(session: nox.Session) -> None:
     """Ruff (check and format) on Python; mdformat with mdformat-myst on the Markdown."""
-    session.install(*nox.project.dependency_groups(PYPROJECT, "lint"))
+    install(session, "lint", project=False)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mdformat", "--check", "--number", "docs", "guides")
@@ -72,3 +86,46 @@ def notebooks(session: nox.Session) -> None:
 def clean(session: nox.Session) -> None:
     """Remove the build outputs, execution cache included."""
     shutil.rmtree("_build", ignore_errors=True)
+
+
+MATRIX_RESULTS = Path("docs/version_matrix.json")
+MATRIX_RELEASES = [
+    {"python": "3.11", "jax": "0.10.2", "flax": "0.12.8"},
+    {"python": "3.12", "jax": "0.11.2", "flax": "0.12.12"},
+    {"python": "3.12", "jax": "0.12.0.1", "flax": "0.12.12"},
+]
+"""The JAX releases the story is re-measured on; the last is the pinned one."""
+
+
+def _version_check(session: nox.Session, python: Path, release: dict) -> dict:
+    """Run ``snippets.version_check`` with ``python``; a release it cannot run records why."""
+    session.log(f"{python} -m snippets.version_check --json")
+    command = [str(python), "-m", "snippets.version_check", "--json"]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode == 0:
+        return json.loads(result.stdout)
+    last_line = (result.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"versions": {"python": release["python"], "jax": release["jax"]}, "error": last_line}
+
+
+@nox.session(default=False, venv_backend="none")
+def matrix(session: nox.Session) -> None:
+    """Re-measure the guides' key facts on several JAX releases; record them for the site.
+
+    Each release gets its own environment under ``_build/matrix``; the records go to
+    ``docs/version_matrix.json``, which the "Does the story hold on your JAX?" page renders.
+    """
+    records = []
+    for release in MATRIX_RELEASES:
+        venv = Path("_build/matrix") / f"jax-{release['jax']}"
+        python = venv / "bin" / "python"
+        session.run(UV, "venv", "--quiet", "--python", release["python"], str(venv), external=True)
+        session.run(
+            *(UV, "pip", "install", "--quiet", "--python", str(python)),
+            *(f"jax=={release['jax']}", f"jaxlib=={release['jax']}", f"flax=={release['flax']}"),
+            *("pydantic==2.14.4", "numpy<2.5"),
+            external=True,
+        )
+        records.append(_version_check(session, python, release))
+    MATRIX_RESULTS.write_text(json.dumps({"releases": records}, indent=2) + "\n")
+    session.log(f"Recorded {len(records)} releases in {MATRIX_RESULTS}")

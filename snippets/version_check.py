@@ -1,0 +1,197 @@
+"""Does the story hold on this JAX? The guides' key facts, measured on the installed release.
+
+``python -m snippets.version_check [--json]`` runs the barrier report, the 2x2
+reduce-scatter walkthrough and the LM-head orientation report, and keeps only
+the facts the guides' argument rests on. ``nox -s matrix`` runs it on several
+JAX releases and records the results for the site's version-matrix page. A
+check that fails on a release is recorded with its error instead of its facts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import json
+import platform
+import traceback
+from collections.abc import Callable, Sequence
+
+DEVICES = 4
+"""Simulated devices for the barrier report, as in the shard-mode guide."""
+
+
+def versions() -> dict[str, str]:
+    """The installed releases the facts were measured on."""
+    return {
+        "python": platform.python_version(),
+        **{name: importlib.metadata.version(name) for name in ("jax", "jaxlib", "flax")},
+    }
+
+
+def barrier_facts() -> dict:
+    """Per (mode x variant): Sharding calls, barrier sites, compiled transposes; the pass order."""
+    from snippets.barrier import barrier_report
+    from snippets.lowering import StepConfig
+
+    report = barrier_report(StepConfig(devices=DEVICES))
+    return {
+        "backend": report["backend"],
+        "runs": [
+            {
+                "mode": run["mode"],
+                "variant": run["variant"],
+                "sharding_calls": run["sharding_calls"],
+                "barrier_sites": run["barrier_sites"],
+                "compiled_transposes": len(run["compiled_transposes"]),
+                "relayout_copies": len(run["relayout_copies"]),
+                "collectives": sorted({op["kind"] for op in run["collectives"]}),
+            }
+            for run in report["runs"]
+        ],
+        "partitioner_first": report["pass_order"]["partitioner_first"],
+        "single_device_folded": report["single_device_folded"],
+    }
+
+
+def reduce_scatter_facts() -> dict:
+    """The lesson's 2x2 exchange: each rank's finished rows and the bytes each rank sends."""
+    from snippets.reduce_scatter import walkthrough
+
+    report = walkthrough(ranks=2)
+    return {
+        key: report[key]
+        for key in ("shards", "reference_equal", "bytes_per_rank", "hlo_bytes_per_rank")
+    }
+
+
+def lm_head_facts() -> dict:
+    """Both kernel orientations: same seed, same matrix; outputs equal up to rounding."""
+    from snippets.lm_head import orientation_report
+
+    report = orientation_report()
+    return {key: value for key, value in report.items() if key not in ("EV", "VE")}
+
+
+CHECKS: dict[str, Callable[[], dict]] = {
+    "barrier": barrier_facts,
+    "reduce_scatter": reduce_scatter_facts,
+    "lm_head": lm_head_facts,
+}
+
+
+def run_checks() -> dict:
+    """Every check's facts, or the error that stopped it, with the versions and the date."""
+    results: dict[str, dict] = {}
+    for name, check in CHECKS.items():
+        try:
+            results[name] = check()
+        except Exception as error:  # noqa: BLE001 (a release that cannot run a check gets a row saying why)
+            last = traceback.format_exception_only(error)[-1].strip()
+            results[name] = {"error": last}
+    return {
+        "versions": versions(),
+        "date": datetime.date.today().isoformat(),
+        "results": results,
+    }
+
+
+def story_breaks(record: dict) -> list[str]:
+    """What in one release's record contradicts the guides' argument (empty: the story holds).
+
+    The argument: explicit mode leaves one barrier between the weight-gradient dot
+    and its transpose on the EV head, auto mode and every fix leave none; on CPU
+    the partitioner runs before the first simplifier pass; the 2x2 exchange gives
+    each rank its finished rows.
+
+    >>> story_breaks({"error": "ImportError: no jax"})
+    ['did not run: ImportError: no jax']
+    """
+    if "error" in record:
+        return [f"did not run: {record['error']}"]
+    breaks = [
+        f"{name} failed: {result['error']}"
+        for name, result in record["results"].items()
+        if "error" in result
+    ]
+    barrier = record["results"]["barrier"]
+    for run in barrier.get("runs", []):
+        expected = 1 if (run["mode"], run["variant"]) == ("explicit", "EV") else 0
+        if run["barrier_sites"] != expected:
+            breaks.append(
+                f"{run['mode']}/{run['variant']} has {run['barrier_sites']} barrier sites, "
+                f"the story says {expected}"
+            )
+    if barrier.get("partitioner_first") is False:
+        breaks.append("on CPU the simplifier now runs before the partitioner")
+    shards = record["results"]["reduce_scatter"].get("shards")
+    if shards is not None and shards != [[[19.0, 22.0]], [[43.0, 50.0]]]:
+        breaks.append(f"the 2x2 reduce-scatter gives {shards}")
+    return breaks
+
+
+def flat_facts(record: dict) -> dict[str, object]:
+    """One release's facts as ``{"check: fact": value}``, barrier runs spelled out per mode/variant."""
+    if "error" in record:
+        return {"run": f"failed: {record['error']}"}
+    facts: dict[str, object] = {}
+    for check, result in record["results"].items():
+        if "error" in result:
+            facts[f"{check}: error"] = result["error"]
+            continue
+        for key, value in result.items():
+            if key != "runs":
+                facts[f"{check}: {key}"] = value
+        for run in result.get("runs", []):
+            for key, value in run.items():
+                if key not in ("mode", "variant"):
+                    facts[f"{check}: {run['mode']}/{run['variant']} {key}"] = value
+    return facts
+
+
+def release_label(record: dict) -> str:
+    """A column title: the JAX release and the Python it ran on."""
+    v = record["versions"]
+    return f"jax {v['jax']} (Python {v['python']})"
+
+
+def matrix_rows(matrix: dict) -> list[dict[str, object]]:
+    """One row per fact, one column per release, and whether every release agrees.
+
+    >>> record = {"versions": {"jax": "1", "python": "3"}, "results": {"c": {"x": 1}}}
+    >>> other = {"versions": {"jax": "2", "python": "3"}, "results": {"c": {"x": 2}}}
+    >>> matrix_rows({"releases": [record, other]})
+    [{'fact': 'c: x', 'jax 1 (Python 3)': 1, 'jax 2 (Python 3)': 2, 'same everywhere': False}]
+    """
+    releases = matrix["releases"]
+    columns = [(release_label(r), flat_facts(r)) for r in releases]
+    names = list(dict.fromkeys(name for _, facts in columns for name in facts))
+    rows = []
+    for name in names:
+        values = [facts.get(name, "(not measured)") for _, facts in columns]
+        row: dict[str, object] = {"fact": name}
+        row |= {label: value for (label, _), value in zip(columns, values, strict=True)}
+        row["same everywhere"] = all(value == values[0] for value in values)
+        rows.append(row)
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print the facts for the installed JAX."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    args = parser.parse_args(argv)
+    from snippets.devices import setup_devices
+
+    setup_devices(DEVICES)
+    record = run_checks()
+    if args.json:
+        print(json.dumps(record, indent=2))
+        return
+    print(", ".join(f"{name} {version}" for name, version in record["versions"].items()))
+    for name, facts in record["results"].items():
+        print(f"{name}: {json.dumps(facts)}")
+
+
+if __name__ == "__main__":
+    main()

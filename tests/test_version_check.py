@@ -1,0 +1,54 @@
+"""The version matrix: its committed record and the checks that read it."""
+
+import copy
+import importlib.metadata
+import json
+from pathlib import Path
+
+import pytest
+
+from snippets.version_check import flat_facts, matrix_rows, story_breaks
+
+MATRIX = json.loads((Path(__file__).parent.parent / "docs" / "version_matrix.json").read_text())
+
+
+def test_the_record_covers_three_releases_including_the_pinned_one():
+    jax_versions = [record["versions"]["jax"] for record in MATRIX["releases"]]
+    assert len(set(jax_versions)) >= 3
+    assert importlib.metadata.version("jax") in jax_versions
+
+
+def test_every_recorded_release_ran_and_says_when():
+    for record in MATRIX["releases"]:
+        assert "error" not in record, record
+        assert record["date"]
+        assert set(record["versions"]) >= {"python", "jax", "jaxlib", "flax"}
+
+
+@pytest.fixture
+def record():
+    return copy.deepcopy(MATRIX["releases"][-1])
+
+
+def test_the_pinned_release_tells_the_story(record):
+    assert story_breaks(record) == []
+
+
+def test_a_second_barrier_site_breaks_the_story(record):
+    explicit_ev = next(r for r in record["results"]["barrier"]["runs"] if r["variant"] == "EV")
+    explicit_ev["barrier_sites"] = 0
+    assert story_breaks(record) == ["explicit/EV has 0 barrier sites, the story says 1"]
+
+
+def test_a_check_that_failed_is_a_break_and_a_row(record):
+    record["results"]["lm_head"] = {"error": "AttributeError: no nnx"}
+    assert story_breaks(record) == ["lm_head failed: AttributeError: no nnx"]
+    assert flat_facts(record)["lm_head: error"] == "AttributeError: no nnx"
+
+
+def test_a_release_that_did_not_run_gets_a_row_saying_why(record):
+    failed = {"versions": {"python": "3.11", "jax": "0.9.0"}, "error": "SyntaxError: x"}
+    rows = matrix_rows({"releases": [record, failed]})
+    run_row = next(row for row in rows if row["fact"] == "run")
+    assert run_row["jax 0.9.0 (Python 3.11)"] == "failed: SyntaxError: x"
+    assert story_breaks(failed) == ["did not run: SyntaxError: x"]
