@@ -10,12 +10,12 @@ unchanged on a TPU VM.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import difflib
 import json
 from collections.abc import Sequence
 
+from snippets.cli import Parser, reported
 from snippets.devices import describe_devices, setup_devices
 from snippets.hlo import (
     array_shapes,
@@ -27,11 +27,12 @@ from snippets.hlo import (
     transpose_of_dot_sites,
 )
 from snippets.lowering import (
-    MESH_LAYOUTS,
     LoweredStep,
     StepConfig,
+    add_step_arguments,
     every_mode_and_variant,
     lower_step,
+    step_config,
 )
 
 
@@ -159,25 +160,14 @@ def format_table(report: dict) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the barrier report."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(__doc__)
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
-    parser.add_argument("--devices", type=int, default=4)
-    parser.add_argument("--emb", type=int, default=64)
-    parser.add_argument("--vocab", type=int, default=256)
-    parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--seq", type=int, default=16)
-    parser.add_argument("--mesh", choices=tuple(MESH_LAYOUTS), default="dp")
+    add_step_arguments(parser)
     args = parser.parse_args(argv)
-    setup_devices(args.devices)
-    base = StepConfig(
-        devices=args.devices,
-        emb=args.emb,
-        vocab=args.vocab,
-        batch=args.batch,
-        seq=args.seq,
-        mesh=args.mesh,
-    )
-    report = barrier_report(base)
+    with reported(args.debug):
+        base = step_config(args, steps=2)
+        setup_devices(base.devices)
+        report = barrier_report(base)
     if args.json:
         print(json.dumps(report, indent=2))
         return

@@ -9,7 +9,6 @@ cores, so CPU timings show the cost of the extra relayout work, not TPU speed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
@@ -17,6 +16,7 @@ from collections.abc import Sequence
 
 import jax
 
+from snippets.cli import Parser, check_memory, positive_int, reported
 from snippets.devices import setup_devices
 from snippets.lowering import MESH_LAYOUTS, StepConfig, build_step, every_mode_and_variant
 
@@ -87,15 +87,19 @@ def settings(full: bool) -> tuple[dict, int]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the timing table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(__doc__)
     parser.add_argument("--full", action="store_true", help="the published table's sizes")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
-    parser.add_argument("--devices", type=int, default=4)
+    parser.add_argument("--devices", type=positive_int, default=4)
     parser.add_argument("--mesh", choices=tuple(MESH_LAYOUTS), default="dp")
     args = parser.parse_args(argv)
-    setup_devices(args.devices)
     sizes, repeats = settings(args.full)
-    rows = bench(StepConfig(devices=args.devices, mesh=args.mesh, **sizes), repeats)
+    with reported(args.debug):
+        base = StepConfig(devices=args.devices, mesh=args.mesh, **sizes)
+        runs = len(every_mode_and_variant(base))
+        check_memory(runs * base.step_bytes, f"{runs} steps of {sizes}")
+        setup_devices(args.devices)
+        rows = bench(base, repeats)
     if args.json:
         print(
             json.dumps(

@@ -9,13 +9,20 @@ the head variant are configurable:
 * ``VE``: ``kernel_transposed=True``, stored ``[vocab, embed]``;
 * ``kernel-order-grad``: ``[embed, vocab]`` with a custom VJP that writes the
   weight gradient in kernel order (``snippets.kernel_order_grad``).
+
+``python -m snippets.lowering [--mode M] [--variant V] [--mesh dp|dp_fsdp] [--devices N]
+[--emb E] [--vocab V] [--batch B] [--seq S] [--dtype D] [--show stablehlo|hlo|compiled]
+[--json]`` lowers one step and prints its size, or the text of one of its programs.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import json
 import os
 import tempfile
+from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -25,11 +32,13 @@ from flax.linen import logical_to_mesh_axes
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from snippets.devices import SHARD_MODES, make_mesh
+from snippets.cli import Parser, check_memory, positive_int, reported
+from snippets.devices import SHARD_MODES, make_mesh, setup_devices
 from snippets.kernel_order_grad import kernel_order_logits
 from snippets.lm_head import LMHeadConfig, build_output_head
 
 VARIANTS = ("EV", "VE", "kernel-order-grad")
+DTYPES = ("float32", "bfloat16", "float16")
 MESH_LAYOUTS = {"dp": ("data",), "dp_fsdp": ("data", "fsdp")}
 """Mesh layouts: 4-way data parallel, or data x fsdp with weights sharded on ``embed``."""
 
@@ -50,7 +59,18 @@ class StepConfig:
     pin_logits: bool = True
 
     def __post_init__(self) -> None:
-        choices = {"mode": tuple(SHARD_MODES), "variant": VARIANTS, "mesh": tuple(MESH_LAYOUTS)}
+        for field in ("devices", "emb", "vocab", "batch", "seq"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{field} must be a whole number of at least 1, got {value!r}.")
+        if not isinstance(self.pin_logits, bool):
+            raise TypeError(f"pin_logits must be True or False, got {self.pin_logits!r}.")
+        choices = {
+            "mode": tuple(SHARD_MODES),
+            "variant": VARIANTS,
+            "mesh": tuple(MESH_LAYOUTS),
+            "dtype": DTYPES,
+        }
         for field, allowed in choices.items():
             if getattr(self, field) not in allowed:
                 raise ValueError(
@@ -68,6 +88,13 @@ class StepConfig:
         fsdp = self.mesh_shape[-1] if self.mesh == "dp_fsdp" else 1
         if self.emb % fsdp:
             raise ValueError(f"emb {self.emb} does not divide over the fsdp axis of size {fsdp}.")
+
+    @property
+    def step_bytes(self) -> int:
+        """A generous bound on the memory one built step uses: parameters, gradients, logits."""
+        tokens = self.batch * self.seq
+        elements = 4 * self.emb * self.vocab + 4 * tokens * self.vocab + 2 * tokens * self.emb
+        return jnp.dtype(self.dtype).itemsize * elements
 
     @property
     def kernel_dims(self) -> tuple[int, int]:
@@ -221,3 +248,60 @@ def lower_step(config: StepConfig, dump_passes: bool = False) -> LoweredStep:
     return LoweredStep(
         config, lowered.as_text(), lowered.compiler_ir("hlo").as_hlo_text(), compiled, dumps
     )
+
+
+SIZE_FIELDS = ("devices", "emb", "vocab", "batch", "seq")
+PROGRAMS = ("stablehlo", "hlo", "compiled")
+
+
+def add_step_arguments(parser: argparse.ArgumentParser) -> None:
+    """Command-line options for a StepConfig's sizes and mesh, with its defaults."""
+    defaults = StepConfig()
+    for name in SIZE_FIELDS:
+        parser.add_argument(f"--{name}", type=positive_int, default=getattr(defaults, name))
+    parser.add_argument("--mesh", choices=tuple(MESH_LAYOUTS), default=defaults.mesh)
+
+
+def step_config(args: argparse.Namespace, steps: int = 1, **fields: Any) -> StepConfig:
+    """The StepConfig the options describe, once ``steps`` such steps are known to fit in memory."""
+    config = StepConfig(
+        mesh=args.mesh, **{name: getattr(args, name) for name in SIZE_FIELDS}, **fields
+    )
+    sizes = " ".join(f"--{name} {getattr(config, name)}" for name in SIZE_FIELDS)
+    check_memory(steps * config.step_bytes, f"{steps} step(s) with {sizes}")
+    return config
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Lower one step; print its configuration and program sizes, or one program's text."""
+    parser = Parser(__doc__)
+    add_step_arguments(parser)
+    parser.add_argument("--mode", choices=tuple(SHARD_MODES), default="explicit")
+    parser.add_argument("--variant", choices=VARIANTS, default="EV")
+    parser.add_argument("--dtype", choices=DTYPES, default="float32")
+    parser.add_argument("--show", choices=PROGRAMS, help="print this program's text instead")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    args = parser.parse_args(argv)
+    with reported(args.debug):
+        config = step_config(args, mode=args.mode, variant=args.variant, dtype=args.dtype)
+        setup_devices(config.devices)
+        lowered = lower_step(config)
+    if args.show:
+        print(getattr(lowered, args.show))
+        return
+    report = {
+        "config": dataclasses.asdict(config),
+        "mesh_shape": list(config.mesh_shape),
+        "program_lines": {name: len(getattr(lowered, name).splitlines()) for name in PROGRAMS},
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    print(", ".join(f"{key} {value}" for key, value in report["config"].items()))
+    print(f"mesh {report['mesh_shape']} ({', '.join(MESH_LAYOUTS[config.mesh])})")
+    for name, lines in report["program_lines"].items():
+        print(f"{name}: {lines} lines (--show {name} prints it)")
+
+
+if __name__ == "__main__":
+    main()
