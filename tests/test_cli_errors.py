@@ -1,0 +1,148 @@
+"""Every CLI answers bad input with one ``error:`` line on stderr and exit status 2."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from snippets import barrier, bench, devices, lm_head, lowering, reduce_scatter
+
+HUGE = "1000000000"
+
+
+def one_error_line(main, argv, capsys) -> str:
+    """Run ``main(argv)``, expect exit status 2, and return its single ``error:`` line."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith("error: "), captured.err
+    assert captured.out == ""
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("main", "argv", "words"),
+    [
+        (devices.main, ["--devices", "0"], ["argument --devices", "at least 1", "'0'"]),
+        (devices.main, ["--devices", "-2"], ["argument --devices", "at least 1", "'-2'"]),
+        (devices.main, ["--devices", "four"], ["argument --devices", "whole number", "'four'"]),
+        (devices.main, ["--devices", HUGE], [f"{HUGE} simulated CPU devices", "ask for at most"]),
+        (reduce_scatter.main, ["--ranks", "0"], ["argument --ranks", "at least 1"]),
+        (reduce_scatter.main, ["--ranks", "-2"], ["argument --ranks", "at least 1", "'-2'"]),
+        (reduce_scatter.main, ["--ranks", HUGE], [f"--ranks {HUGE} needs about", "use at most"]),
+        (barrier.main, ["--batch", "0"], ["argument --batch", "at least 1", "'0'"]),
+        (barrier.main, ["--seq", "0"], ["argument --seq", "at least 1", "'0'"]),
+        (barrier.main, ["--emb", "0"], ["argument --emb", "at least 1", "'0'"]),
+        (barrier.main, ["--devices", "0"], ["argument --devices", "at least 1"]),
+        (barrier.main, ["--devices", "3"], ["batch 8 does not divide over the 3 devices"]),
+        (
+            barrier.main,
+            ["--mesh", "dp_fsdp", "--devices", "3", "--batch", "9"],
+            ["mesh 'dp_fsdp'", "needs an even device count, got 3"],
+        ),
+        (
+            barrier.main,
+            ["--mesh", "dp_fsdp", "--emb", "63"],
+            ["emb 63 does not divide over the fsdp axis of size 2"],
+        ),
+        (barrier.main, ["--mesh", "tp"], ["argument --mesh", "invalid choice: 'tp'"]),
+        (barrier.main, ["--vocab", HUGE], [f"--vocab {HUGE}", "GiB of memory is available"]),
+        (lm_head.main, ["--emb", "0"], ["argument --emb", "at least 1", "'0'"]),
+        (lm_head.main, ["--vocab", "-4"], ["argument --vocab", "at least 1", "'-4'"]),
+        (lm_head.main, ["--tokens", "0"], ["argument --tokens", "at least 1", "'0'"]),
+        (lm_head.main, ["--emb", HUGE, "--vocab", HUGE], ["needs about", "choose smaller sizes"]),
+        (lowering.main, ["--dtype", "int8"], ["argument --dtype", "invalid choice: 'int8'"]),
+        (lowering.main, ["--variant", "EVV"], ["argument --variant", "invalid choice: 'EVV'"]),
+        (lowering.main, ["--batch", "6"], ["batch 6 does not divide over the 4 devices"]),
+        (bench.main, ["--devices", "3"], ["batch 8 does not divide over the 3 devices"]),
+        (bench.main, ["--devices", "0"], ["argument --devices", "at least 1"]),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else None,
+)
+def test_bad_input_is_one_error_line(main, argv, words, capsys):
+    line = one_error_line(main, argv, capsys)
+    for word in words:
+        assert word in line
+
+
+def test_too_few_devices_is_one_error_line(device_count, capsys):
+    line = one_error_line(devices.main, ["--devices", str(device_count + 1)], capsys)
+    assert f"{device_count + 1} devices are needed" in line
+
+
+def test_debug_shows_the_error_itself():
+    with pytest.raises(ValueError, match="batch 8 does not divide over the 3 devices"):
+        barrier.main(["--devices", "3", "--debug"])
+
+
+def test_one_rank_has_nothing_to_exchange(capsys):
+    reduce_scatter.main(["--ranks", "1", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["transfers"] == []
+    assert report["bytes_total"] == 0
+    assert report["bytes_per_rank"] == {"reduce_scatter": 0, "all_gather": 0}
+    assert report["hlo_bytes_per_rank"] == {"reduce_scatter": 0, "all_gather": 0, "all_reduce": 0}
+    assert report["reference_equal"]
+
+
+def test_lowering_has_a_help_and_a_report(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        lowering.main(["--help"])
+    assert exit_info.value.code == 0
+    assert "--show {stablehlo,hlo,compiled}" in capsys.readouterr().out
+    lowering.main(["--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["config"]["devices"] == 4
+    assert report["mesh_shape"] == [4]
+    assert all(lines > 0 for lines in report["program_lines"].values())
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["snippets.devices", "--devices", HUGE], ["simulated CPU devices", "ask for at most"]),
+        (["snippets.reduce_scatter", "--ranks", HUGE], ["use at most --ranks"]),
+        (["snippets.barrier", "--devices", "3"], ["batch 8 does not divide"]),
+        (["snippets.lm_head", "--vocab", "-4"], ["argument --vocab", "'-4'"]),
+    ],
+    ids=lambda argv: argv[0] if isinstance(argv, list) and argv[0].startswith("snip") else None,
+)
+def test_python_dash_m_prints_one_line_and_no_traceback(argv, words):
+    env = {k: v for k, v in os.environ.items() if k != "JAX_NUM_CPU_DEVICES"}
+    env["XLA_FLAGS"] = re.sub(
+        r"--xla_force_host_platform_device_count=\d+", "", env.get("XLA_FLAGS", "")
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        env=env,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: ")
+    for word in words:
+        assert word in line
+
+
+def test_python_dash_m_lowering_help():
+    result = subprocess.run(
+        [sys.executable, "-m", "snippets.lowering", "--help"],
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0
+    assert result.stdout.startswith("usage:")
+    assert "--show {stablehlo,hlo,compiled}" in result.stdout
