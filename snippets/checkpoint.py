@@ -39,7 +39,7 @@ class OrientationError(CheckpointError):
 
 
 def kernel_layouts(model: nnx.Module) -> dict[str, dict[str, Any]]:
-    """The layout of every DenseGeneral kernel in ``model``, keyed by the kernel's parameter path."""
+    """The layout of every DenseGeneral kernel in ``model``, keyed by its parameter path."""
     return {
         "/".join(map(str, (*path, "kernel"))): {
             "layout": TRANSPOSED if module.kernel_transposed else CANONICAL,
@@ -94,7 +94,7 @@ def _flat(tree: dict, prefix: str = "") -> dict[str, Any]:
 
 
 def save(directory: str | Path, model: nnx.Module) -> Path:
-    """Write ``model``'s parameters, every DenseGeneral kernel canonical, with the record and checksums."""
+    """Write ``model``'s parameters, DenseGeneral kernels canonical, with record and checksums."""
     directory = Path(directory).expanduser().resolve()
     if directory.exists():
         raise CheckpointError(
@@ -195,8 +195,9 @@ def _check(stored: dict[str, dict], target: dict[str, dict], directory: Path) ->
             want["out_features"],
         ):
             raise OrientationError(
-                f"{path}: the checkpoint records in_features {have['in_features']} and out_features "
-                f"{have['out_features']}, the model has {want['in_features']} and {want['out_features']}."
+                f"{path}: the checkpoint records in_features {have['in_features']} and "
+                f"out_features {have['out_features']}, the model has {want['in_features']} and "
+                f"{want['out_features']}."
             )
 
 
@@ -261,7 +262,7 @@ def _check_arrays(
 
 
 def restore(directory: str | Path, model: nnx.Module, *, allow_cast: bool = False) -> nnx.Module:
-    """Load a checkpoint into ``model`` in place, transposing kernels to the layout each module stores.
+    """Load a checkpoint into ``model`` in place, each kernel transposed to its module's layout.
 
     A kernel stored in the other layout is read straight into the target
     sharding, permuted to match, then transposed on the devices: each device

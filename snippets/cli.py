@@ -79,7 +79,7 @@ def available_memory() -> int:
 
 
 def check_memory(nbytes: int, what: str, fix: str = "choose smaller sizes") -> None:
-    """Raise ValueError, before anything is allocated, if ``what`` needs more memory than is free."""
+    """Raise ValueError, before any allocation, if ``what`` needs more memory than is free."""
     available = available_memory()
     if nbytes > available:
         raise ValueError(

@@ -74,7 +74,7 @@ def cpu_device_setting() -> str | None:
 
 
 def pick_devices(n: int) -> list[jax.Device]:
-    """The first ``n`` devices of the default backend, or of the CPU backend if it alone has ``n``."""
+    """The first ``n`` devices of the default backend, or of the CPU backend if only it has them."""
     n = _device_count(n)
     for devices in (jax.devices(), jax.devices("cpu")):
         if len(devices) >= n:

@@ -329,7 +329,7 @@ def build_output_head(
 
 
 def checked_rules(rules: LogicalRules, needed: Sequence[str]) -> LogicalRules:
-    """``rules``, checked: ``(logical name, mesh axes or None)`` pairs with a rule for each ``needed``.
+    """``rules``, checked: ``(logical name, mesh axes or None)`` pairs, one for each ``needed``.
 
     A logical axis without a rule is silently replicated, so a missing rule is an
     error: write ``(name, None)`` to replicate on purpose.

@@ -315,7 +315,7 @@ def cpu_weight_gradient_collectives(
 
 
 def walkthrough_bytes(ranks: int) -> int:
-    """Memory the walkthrough may need: a simulated device per rank, 2 r (r - 1) transfers (~1.5 KB each)."""
+    """Memory the walkthrough may need: a device per rank, 2 r (r - 1) transfers of ~1.5 KB."""
     return ranks * SIMULATED_DEVICE_BYTES + 4096 * ranks**2
 
 
