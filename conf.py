@@ -1,8 +1,10 @@
 """Sphinx configuration. The source directory is the repository root."""
 
 import hashlib
+import os
 import shutil
 from pathlib import Path
+from urllib.parse import urlparse
 
 project = "JAX sharding performance, executed"
 author = "The shard-perf-docs authors"
@@ -10,8 +12,8 @@ copyright = "2026, the shard-perf-docs authors"
 
 extensions = [
     "myst_nb",
+    "notfound.extension",
     "sphinx.ext.autodoc",
-    "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
     "sphinx_copybutton",
     "sphinx_design",
@@ -25,6 +27,7 @@ exclude_patterns = [
     ".*",  # .nox, .venv, .git, .ci, .pytest_cache and other hidden tool folders
     "**/.*",
     "venv",
+    "node_modules",  # package.json's lint tools
     "*.egg-info",
     "tests",
     "snippets",
@@ -39,7 +42,6 @@ nb_execution_show_tb = True
 nb_execution_timeout = 600
 nb_merge_streams = True
 nb_render_markdown_format = "myst"  # Markdown outputs (tables) are parsed as MyST
-myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 
 autodoc_member_order = "bysource"
@@ -52,9 +54,21 @@ html_theme_options = {
     "show_toc_level": 2,
     "home_page_in_toc": True,
     "use_download_button": True,
-    "repository_provider": "github",
 }
 html_static_path: list[str] = []
+
+# Where the site is published: GitHub Pages (the docs workflow sets SITE_BASE_URL) or Read the
+# Docs (it sets READTHEDOCS_CANONICAL_URL). With an address, pages get a canonical link and the
+# site a sitemap.xml; a local build has neither. The 404 page's links are absolute, so they
+# start with the address's path ("/" when there is none).
+_base_url = os.environ.get("SITE_BASE_URL") or os.environ.get("READTHEDOCS_CANONICAL_URL", "")
+if _base_url:
+    html_baseurl = _base_url.rstrip("/") + "/"
+    extensions.append("sphinx_sitemap")
+    sitemap_url_scheme = "{link}"  # html_baseurl already holds any language and version
+    sitemap_excludes = ["404.html", "genindex.html", "py-modindex.html", "search.html"]
+    sitemap_excludes += ["_modules/*"]  # viewcode's highlighted sources
+notfound_urls_prefix = urlparse(_base_url).path.rstrip("/") + "/"
 
 # No network at build time: no intersphinx, no remote images.
 
