@@ -1,0 +1,118 @@
+"""The LM-head step on a two-process local JAX cluster, and the cluster's process handling."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from snippets.multihost import Cluster, ClusterError, compare, free_port, run_cluster
+
+
+def gone(pid: int) -> bool:
+    """Whether no process with ``pid`` exists any more."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.fixture(scope="module")
+def comparison():
+    return compare(processes=2, local_devices=2, timeout=240)
+
+
+def test_two_processes_see_four_global_devices(comparison):
+    assert comparison["processes"] == 2
+    assert comparison["global_devices"] == 4
+    assert comparison["local_devices"] == 2
+    assert comparison["workers_agree"]
+
+
+def test_the_cluster_compiles_the_same_step_as_one_process(comparison):
+    assert comparison["same_compiled_hlo"]
+    assert comparison["barrier_sites"] == comparison["barrier_sites_single"]
+    assert comparison["barrier_sites"] == {"explicit": 1, "auto": 0}
+    assert comparison["sharding_calls"] == comparison["sharding_calls_single"]
+    assert comparison["collectives"] == comparison["collectives_single"]
+
+
+def test_the_cluster_computes_the_same_loss(comparison):
+    for mode, loss in comparison["loss_single"].items():
+        assert comparison["loss_multi"][mode] == pytest.approx(loss, rel=1e-6)
+
+
+def test_a_killed_worker_stops_the_cluster_and_is_named(tmp_path):
+    cluster = Cluster(processes=2, local_devices=2, workdir=tmp_path)
+    cluster.start(free_port(), timeout=120)
+    try:
+        cluster.wait_until_ready(timeout=120)
+        os.kill(cluster.workers[1].pid, signal.SIGKILL)
+        started = time.monotonic()
+        with pytest.raises(ClusterError, match=r"worker 1 \(pid \d+\) was killed by signal 9"):
+            cluster.wait(timeout=60)
+        assert time.monotonic() - started < 60
+    finally:
+        cluster.stop()
+    assert all(gone(worker.pid) for worker in cluster.workers)
+
+
+def test_a_busy_coordinator_port_is_one_clear_error():
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        with pytest.raises(ClusterError, match=f"coordinator port {port} on 127.0.0.1 is in use"):
+            run_cluster(2, 2, timeout=30, port=port)
+        command = [sys.executable, "-m", "snippets.multihost", "--port", str(port)]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: coordinator port {port} on 127.0.0.1 is in use")
+    assert "Traceback" not in result.stderr
+
+
+def test_device_counts_must_make_the_guides_mesh():
+    with pytest.raises(ValueError, match="3 processes x 2 local devices = 6"):
+        compare(processes=3, local_devices=2)
+
+
+def workers_on_port(port: int) -> list[int]:
+    """Pids of the worker processes started for coordinator ``port`` (read from /proc)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as file:
+                    argv = file.read().split(b"\0")
+            except OSError:
+                continue
+            if b"--worker" in argv and str(port).encode() in argv:
+                pids.append(int(entry))
+    return pids
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads worker pids from /proc")
+def test_workers_exit_when_the_process_that_started_them_is_killed():
+    port = free_port()
+    command = [sys.executable, "-m", "snippets.multihost", "--port", str(port)]
+    parent = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers_on_port(port)) < 2:
+            assert time.monotonic() < deadline, "the workers did not start"
+            time.sleep(0.2)
+        workers = workers_on_port(port)
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 30
+        while not all(gone(pid) for pid in workers):
+            assert time.monotonic() < deadline, f"orphaned workers {workers_on_port(port)}"
+            time.sleep(0.2)
+    finally:
+        parent.kill()
+        for pid in workers_on_port(port):
+            os.kill(pid, signal.SIGKILL)
