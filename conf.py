@@ -3,6 +3,7 @@
 import hashlib
 import os
 import shutil
+import tomllib
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -55,7 +56,42 @@ html_theme_options = {
     "home_page_in_toc": True,
     "use_download_button": True,
 }
-html_static_path: list[str] = []
+html_context = {"default_mode": "auto"}  # the theme logs an error for an unset mode
+html_static_path = ["docs/_static"]
+html_css_files = ["custom.css"]
+html_js_files = [("search_excerpts.js", {"defer": "defer"})]
+html_favicon = "docs/_static/favicon.svg"
+
+
+def repository_options(urls: dict[str, str]) -> dict[str, object]:
+    """Theme options for source, edit and launch links, from ``[project.urls]``'s ``Repository``.
+
+    No URL, no links: whoever publishes the site adds ``Repository = "https://github.com/ORG/REPO"``
+    to ``[project.urls]`` in pyproject.toml, and every guide gains source and edit links and a
+    Binder launch button (JupyterLab with jupytext opens the ``.md`` guides as notebooks).
+    Colab opens only ``.ipynb`` files from GitHub, so its button is added once the guides are
+    paired with ``.ipynb`` copies in the repository (``jupytext --set-formats ipynb,md``).
+    """
+    url = urls.get("Repository", "").rstrip("/")
+    if not url:
+        return {}
+    launch = {"binderhub_url": "https://mybinder.org", "notebook_interface": "jupyterlab"}
+    if any(Path(__file__).parent.glob("guides/*.ipynb")):
+        launch["colab_url"] = "https://colab.research.google.com"
+    return {
+        "repository_url": url,
+        "repository_branch": "main",
+        "path_to_docs": "",
+        "use_repository_button": True,
+        "use_source_button": True,
+        "use_edit_page_button": True,
+        "use_issues_button": True,
+        "launch_buttons": launch,
+    }
+
+
+_PYPROJECT = tomllib.loads((Path(__file__).parent / "pyproject.toml").read_text())
+html_theme_options |= repository_options(_PYPROJECT["project"].get("urls", {}))
 
 # Where the site is published: GitHub Pages (the docs workflow sets SITE_BASE_URL) or Read the
 # Docs (it sets READTHEDOCS_CANONICAL_URL). With an address, pages get a canonical link and the
@@ -109,6 +145,25 @@ def _reexecute_guides_when_snippets_change(app, env, added, changed, removed):
     return outdated
 
 
+def _link_executed_notebook(app, pagename, templatename, context, doctree):
+    """Offer a guide's executed notebook in the page's download menu, beside the ``.md`` source.
+
+    myst-nb writes the notebook it rendered the page from (outputs included, from the same
+    execution or cache entry) to ``jupyter_execute/`` beside the output directory; it is copied
+    to ``_sources/`` and the book theme's download menu links it as ``.ipynb``.
+    """
+    notebook = Path(app.outdir).parent / "jupyter_execute" / f"{pagename}.ipynb"
+    if app.builder.format != "html" or not pagename.startswith("guides/"):
+        return
+    if not notebook.is_file():
+        return
+    target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(notebook, target)
+    context["ipynb_source"] = f"{pagename}.ipynb"
+
+
 def setup(app):
+    app.connect("html-page-context", _link_executed_notebook, priority=500)
     app.connect("build-finished", _write_root_redirect)
     app.connect("env-get-outdated", _reexecute_guides_when_snippets_change)

@@ -1,24 +1,121 @@
-"""Figures the guides draw at build time from executed results (matplotlib)."""
+"""Figures the guides draw from executed results, glued into the page by myst-nb.
+
+Each function returns a :class:`DataFigure`: a matplotlib figure together with
+the numbers it draws. A guide glues it with myst-nb's ``glue("name", figure)``
+in the cell that computed those numbers and places it with a ``glue:figure``
+directive, so the figure is stored in that cell's outputs, from the same
+execution as the table beside it. Nothing
+is written to disk: a figure file read by a later build can go stale against a
+cached table, and one did.
+
+The PNG a ``DataFigure`` displays as carries its numbers, the resolution and the
+smallest font size in a text chunk (:func:`png_metadata` reads it back), so a test
+can check a figure against its table and a browser test can check the rendered
+text size.
+"""
 
 from __future__ import annotations
 
+import io
+import json
+import textwrap
+import zlib
 from collections.abc import Sequence
-from pathlib import Path
+from typing import Any
 
-import matplotlib
+from matplotlib.figure import Figure
+from matplotlib.text import Text
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
+DPI = 150
+"""Resolution of the displayed PNG: 1 inch of figure is 150 image pixels."""
 
-FIGURE_DIR = Path(__file__).resolve().parent.parent / "_build" / "figures"
-"""Where figures are saved: inside the build directory, never the source tree."""
+WIDTH_IN = 4.6
+"""Figure width in inches: narrow enough that 10 pt text stays readable on a phone."""
+
+MIN_FONT_PT = 10.0
+"""The smallest font size a figure may use. At :data:`WIDTH_IN` inches shown on a 390 px
+wide screen (about 340 px of content), 10 pt is about 10 CSS px."""
+
+METADATA_KEY = "shard-perf-docs"
+"""The PNG text chunk holding a figure's numbers, resolution and smallest font size."""
+
+
+class DataFigure:
+    """A matplotlib figure and the numbers it draws; IPython displays it as a PNG.
+
+    >>> figure = DataFigure(Figure(figsize=(WIDTH_IN, 1)), {"ratio": 1.0})
+    >>> png_metadata(figure.png())["data"]
+    {'ratio': 1.0}
+    """
+
+    def __init__(self, figure: Figure, data: Any):
+        small = smallest_font_pt(figure)
+        if small < MIN_FONT_PT:
+            raise ValueError(
+                f"A figure uses {small} pt text; the guides need at least {MIN_FONT_PT} pt so it "
+                "stays readable on a phone. Enlarge the font or shorten the label."
+            )
+        self.figure = figure
+        self.data = data
+
+    def png(self) -> bytes:
+        """The figure as PNG bytes, with the numbers in a text chunk."""
+        width, height = self.figure.get_size_inches()
+        meta = {"data": self.data, "dpi": DPI, "min_font_pt": smallest_font_pt(self.figure)}
+        meta["width_in"], meta["height_in"] = float(width), float(height)
+        buffer = io.BytesIO()
+        self.figure.savefig(
+            buffer,
+            format="png",
+            dpi=DPI,
+            metadata={METADATA_KEY: json.dumps(meta, sort_keys=True), "Software": None},
+        )
+        return buffer.getvalue()
+
+    def _repr_png_(self) -> bytes:
+        return self.png()
+
+    def __repr__(self) -> str:
+        return f"<DataFigure {self.figure.get_size_inches().tolist()} in, data={self.data!r}>"
+
+
+def smallest_font_pt(figure: Figure) -> float:
+    """The smallest font size, in points, of any visible non-empty text in ``figure``."""
+    sizes = [
+        text.get_fontsize()
+        for text in figure.findobj(Text)
+        if text.get_visible() and text.get_text().strip()
+    ]
+    return min(sizes, default=MIN_FONT_PT)
+
+
+def png_metadata(png: bytes) -> dict:
+    """The metadata a :class:`DataFigure` wrote into its PNG (``data``, ``dpi``, ``min_font_pt``)."""
+    position = 8  # after the PNG signature
+    while position < len(png):
+        length = int.from_bytes(png[position : position + 4], "big")
+        kind = png[position + 4 : position + 8]
+        body = png[position + 8 : position + 8 + length]
+        position += 12 + length
+        key, _, value = body.partition(b"\0")
+        if kind == b"tEXt" and key == METADATA_KEY.encode():
+            return json.loads(value.decode("latin-1"))
+        if kind == b"zTXt" and key == METADATA_KEY.encode():
+            return json.loads(zlib.decompress(value[1:]).decode("latin-1"))
+    raise ValueError(f"This PNG has no {METADATA_KEY!r} text chunk: it was not made by DataFigure.")
+
+
+def _figure(height_in: float) -> Figure:
+    figure = Figure(figsize=(WIDTH_IN, height_in), dpi=DPI, layout="constrained")
+    figure.set_facecolor("white")
+    return figure
 
 
 def _matrix_text(rows: Sequence[Sequence[float]]) -> str:
     return "\n".join("[" + ", ".join(f"{v:g}" for v in row) + "]" for row in rows)
 
 
-def exchange_figure(report: dict) -> plt.Figure:
+def exchange_figure(report: dict) -> DataFigure:
     """Who sends what to whom in the two-rank exchange of ``reduce_scatter.walkthrough()``."""
     if report["ranks"] != 2:
         raise ValueError(f"The exchange figure draws two ranks; this report has {report['ranks']}.")
@@ -27,55 +124,46 @@ def exchange_figure(report: dict) -> plt.Figure:
         ("after reduce-scatter", report["shards"]),
         ("after all-gather", report["gathered"]),
     ]
-    fig, ax = plt.subplots(figsize=(7.5, 5.2))
-    ax.set(xlim=(0, 10), ylim=(0, 10))
+    figure = _figure(5.0)
+    ax = figure.add_subplot()
+    ax.set(xlim=(0, 10), ylim=(1.0, 10.4))
     ax.axis("off")
-    xs = (2.0, 8.0)
+    xs = (1.7, 8.3)
     for rank, x in enumerate(xs):
-        ax.text(x, 9.6, f"rank {rank}", ha="center", fontsize=12, weight="bold")
+        ax.text(x, 10.0, f"rank {rank}", ha="center", fontsize=12, weight="bold")
     for level, (label, values) in enumerate(stages):
-        y = 8.2 - 3.1 * level
-        ax.text(5.0, y + 0.85, label, ha="center", fontsize=9, color="0.35")
+        y = 8.4 - 3.3 * level
+        ax.text(5.0, y + 0.75, label, ha="center", fontsize=10, color="0.3")
         for rank, x in enumerate(xs):
             ax.text(
-                x, y, _matrix_text(values[rank]), ha="center", va="center", family="monospace",
+                x, y, _matrix_text(values[rank]), ha="center", va="center", fontsize=10,
+                family="monospace",
                 bbox={"boxstyle": "round", "facecolor": ("#dbe9f6", "#fde2cf")[rank], "edgecolor": "0.5"},
             )  # fmt: skip
-    arrows = {
+    sends = {
         step: [t for t in report["transfers"] if t["step"] == step]
         for step in ("reduce-scatter", "all-gather")
     }
-    for level, (step, sends) in enumerate(arrows.items()):
-        y = 6.65 - 3.1 * level
-        for offset, send in zip((0.25, -0.25), sends, strict=True):
+    for level, (step, transfers) in enumerate(sends.items()):
+        y = 6.75 - 3.3 * level
+        for offset, send in zip((0.45, -0.45), transfers, strict=True):
             start, end = xs[send["source"]], xs[send["target"]]
-            shift = 1.05 if start < end else -1.05
+            shift = 1.25 if start < end else -1.25
+            color = ("#1f77b4", "#d62728")[send["source"]]
             ax.annotate(
                 "", xy=(end - shift, y + offset), xytext=(start + shift, y + offset),
-                arrowprops={"arrowstyle": "->", "color": ("#1f77b4", "#d62728")[send["source"]]},
+                arrowprops={"arrowstyle": "->", "color": color},
             )  # fmt: skip
             if step == "reduce-scatter":  # the partial row the target owns
                 row = report["partials"][send["source"]][send["rows"][0]]
             else:  # the source's finished row
                 row = report["shards"][send["source"]][0]
             ax.text(
-                5.0,
-                y + offset + 0.12,
-                f"{step}: {_matrix_text([row])} ({send['bytes']} B)",
-                ha="center",
-                fontsize=8,
-            )
-    fig.tight_layout()
-    return fig
-
-
-def save(fig: plt.Figure, name: str) -> Path:
-    """Save ``fig`` as ``_build/figures/NAME.png`` and return the path."""
-    FIGURE_DIR.mkdir(parents=True, exist_ok=True)
-    path = FIGURE_DIR / f"{name}.png"
-    fig.savefig(path, dpi=144, bbox_inches="tight")
-    plt.close(fig)
-    return path
+                5.0, y + offset + 0.12, f"{_matrix_text([row])} {send['bytes']} B", ha="center",
+                va="bottom", fontsize=10, color=color,
+            )  # fmt: skip
+    data = {key: report[key] for key in ("partials", "shards", "gathered", "transfers")}
+    return DataFigure(figure, data)
 
 
 TPU_PASS_WINDOW = {"algsimp": (8, 9), "spmd-partitioner": (12, 16)}
@@ -83,49 +171,58 @@ TPU_PASS_WINDOW = {"algsimp": (8, 9), "spmd-partitioner": (12, 16)}
 the partitioner at 0012-0016). Quoted, not measured here."""
 
 
-def pass_window_figure(cpu_window: dict) -> plt.Figure:
+def pass_window_figure(cpu_window: dict) -> DataFigure:
     """Where the fold can fire: this backend's measured pass order beside the source's TPU order."""
-    fig, axes = plt.subplots(2, 1, figsize=(8, 3.6), sharex=False)
     cpu = {
-        "spmd-partitioner": cpu_window["first_spmd_partitioner"],
-        "algsimp": cpu_window["first_algsimp"],
+        "spmd-partitioner": (cpu_window["first_spmd_partitioner"],) * 2,
+        "algsimp": (cpu_window["first_algsimp"],) * 2,
     }
     rows = [
-        (axes[0], "CPU, measured in this build", {k: (v, v) for k, v in cpu.items()}),
-        (axes[1], "TPU, as reported by the source PR", TPU_PASS_WINDOW),
+        ("CPU, measured in this build", cpu),
+        ("TPU, as reported by the source PR", TPU_PASS_WINDOW),
     ]
     colors = {"algsimp": "#2ca02c", "spmd-partitioner": "#d62728"}
-    for ax, title, passes in rows:
+    figure = _figure(4.4)
+    axes = figure.subplots(2, 1)
+    for ax, (title, passes) in zip(axes, rows, strict=True):
         end = max(stop for _, stop in passes.values()) + 3
-        ax.set(xlim=(0, end), ylim=(0, 1), yticks=[], title=title)
-        ax.set_xlabel("position in the pass dump")
+        ax.set(xlim=(0, end), ylim=(0, 1.6), yticks=[])
+        ax.set_title(title, fontsize=11, loc="left")
+        ax.set_xlabel("position in the pass dump", fontsize=10)
+        ax.tick_params(axis="x", labelsize=10)
         for name, (start, stop) in passes.items():
-            ax.broken_barh([(start - 0.4, stop - start + 0.8)], (0.25, 0.5), color=colors[name])
-            ax.text((start + stop) / 2, 0.85, name, ha="center", fontsize=9)
+            ax.broken_barh([(start - 0.4, stop - start + 0.8)], (0.15, 0.5), color=colors[name])
+            ax.text((start + stop) / 2, 0.75, name, ha="center", va="bottom", fontsize=10)
         fold_first = passes["algsimp"][0] < passes["spmd-partitioner"][0]
         note = (
-            "algsimp sees dot -> transpose before partitioning: the fold fires unless a Sharding call sits between"
+            "algsimp first: the fold fires unless a Sharding call is in the way"
             if fold_first
-            else "partitioner first: an all-reduce sits between dot and transpose before algsimp runs"
+            else "partitioner first: an all-reduce is already between dot and transpose"
         )
-        ax.text(end / 2, 0.06, note, ha="center", fontsize=8, color="0.3")
-    fig.tight_layout()
-    return fig
+        ax.text(0.3, 1.2, textwrap.fill(note, 60), va="center", fontsize=10, color="0.25")
+    data = {"cpu": cpu_window, "tpu_quoted": TPU_PASS_WINDOW}
+    return DataFigure(figure, data)
 
 
-def ratio_figure(rows: Sequence[dict]) -> plt.Figure:
+def ratio_figure(rows: Sequence[dict]) -> DataFigure:
     """Step-time ratios to auto/EV, median with min-max whiskers, one bar per (mode, variant)."""
-    fig, ax = plt.subplots(figsize=(7.5, 3.4))
-    labels = [f"{r['mode']}\n{r['variant']}" for r in rows]
+    figure = _figure(3.6)
+    ax = figure.add_subplot()
+    labels = [f"{r['mode']} {r['variant']}" for r in rows]
     medians = [r["ratio_to_auto_EV"] for r in rows]
     errors = [
         [m - r["ratio_min"] for m, r in zip(medians, rows, strict=True)],
         [r["ratio_max"] - m for m, r in zip(medians, rows, strict=True)],
     ]
     colors = ["#1f77b4" if r["mode"] == "explicit" else "#ff7f0e" for r in rows]
-    ax.bar(labels, medians, yerr=errors, color=colors, capsize=4)
-    ax.axhline(1.0, color="0.3", linewidth=0.8, linestyle="--")
-    ax.set_ylabel("step time / auto EV")
-    ax.tick_params(axis="x", labelsize=8)
-    fig.tight_layout()
-    return fig
+    positions = range(len(rows))[::-1]  # first row on top, as in the table
+    ax.barh(positions, medians, xerr=errors, color=colors, capsize=3)
+    ax.set_yticks(list(positions), labels, fontsize=10)
+    for y, median, row in zip(positions, medians, rows, strict=True):
+        ax.text(row["ratio_max"] + 0.02, y, f"{median:.3f}", va="center", fontsize=10)
+    ax.axvline(1.0, color="0.3", linewidth=0.8, linestyle="--")
+    ax.set_xlim(0, max(r["ratio_max"] for r in rows) * 1.25)
+    ax.set_xlabel("step time / auto EV step time", fontsize=10)
+    ax.tick_params(axis="x", labelsize=10)
+    keys = ("mode", "variant", "ratio_to_auto_EV", "ratio_min", "ratio_max")
+    return DataFigure(figure, [{key: row[key] for key in keys} for row in rows])
