@@ -316,20 +316,40 @@ def relayouts(hlo_text: str, dims: tuple[int, ...] | None = None) -> list[Relayo
 _DUMP_NAME = re.compile(r"^module_\d+\.[^.]+\.(?P<index>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<after>[^.]+)\.before_(?P<before>[^.]+)\.txt$")  # fmt: skip
 
 
+PARTITIONER_PASSES = {
+    "shardy-xla": "ShardyXLA, xla/service/spmd/shardy/shardy_xla_pass.h (CPU and GPU with Shardy)",
+    "spmd-partitioning": "SpmdPartitioner, xla/service/spmd/spmd_partitioner.h (CPU; GPU's "
+    "StatefulRngSpmdPartitioner in xla/service/gpu/gpu_spmd_pipeline.cc inherits the name)",
+    "xla-partitioner": "the TPU compiler's partitioner, as its dumps are quoted in MaxText's "
+    "docs/guides/optimization/shard_mode_performance.md (the TPU compiler is not open source)",
+}
+"""Pass and pipeline names that partition a module, per backend, with where each name comes from."""
+
+SIMPLIFIER_PASSES = {
+    "algsimp": "AlgebraicSimplifier, xla/hlo/transforms/simplifiers/algebraic_simplifier.h "
+    "(GpuAlgebraicSimplifier keeps the name; TPU dumps quote it too)",
+}
+"""Pass names of XLA's algebraic simplifier, the pass that folds ``transpose(dot)``."""
+
+
 @dataclasses.dataclass(frozen=True)
 class PassOrder:
-    """Where the first algebraic simplifier and the first SPMD partitioner stand in an XLA pass dump.
+    """Where the first algebraic simplifier and the first partitioner stand in an XLA pass dump.
 
-    Positions are dump indices; ``None`` when the backend's pipeline never names the pass.
+    Positions are dump indices; ``None`` when no dump names such a pass, and then
+    ``partitioner_first`` is ``None`` ("unknown") and ``names_seen`` lists what the
+    dumps did name, so a pipeline with other names is reported, not guessed.
     """
 
     first_algsimp: int | None
     first_spmd_partitioner: int | None
+    partitioner_pass: str | None
     module_before_first_algsimp: str
+    names_seen: tuple[str, ...]
 
     @property
     def partitioner_first(self) -> bool | None:
-        """True when the partitioner runs before the simplifier (as on CPU)."""
+        """True when the partitioner runs before the simplifier (as on CPU); None when unknown."""
         if self.first_algsimp is None or self.first_spmd_partitioner is None:
             return None
         return self.first_spmd_partitioner < self.first_algsimp
@@ -338,26 +358,30 @@ class PassOrder:
 def pass_order(dump_files: dict[str, str]) -> PassOrder:
     """Read the pass order from ``--xla_dump_hlo_pass_re=.*`` dump files (name -> text).
 
-    A dump is written after each pass that changed the module and names the next
-    pass; a pass's position is the first dump that names it.
+    A dump is written after each pass that changed the module and names its
+    pipeline, the pass before and the pass after; a pass's position is the first
+    dump that names it. Partitioners are recognised by :data:`PARTITIONER_PASSES`,
+    the simplifier by :data:`SIMPLIFIER_PASSES`.
     """
     dumps = sorted(
-        (int(m["index"]), m["after"], m["before"], text)
+        (int(m["index"]), (m["pipeline"], m["after"], m["before"]), text)
         for name, text in dump_files.items()
         if (m := _DUMP_NAME.match(name))
     )
     if not dumps:
         raise ValueError("No per-pass HLO dumps found: compile with xla_dump_hlo_pass_re='.*'.")
 
-    def first(pass_name: str) -> tuple[int | None, str]:
-        return next(
-            ((index, text) for index, after, before, text in dumps if pass_name in (after, before)),
-            (None, ""),
-        )
+    def first(names: dict[str, str]) -> tuple[int | None, str | None, str]:
+        for index, named, text in dumps:
+            found = next((name for name in named if name in names), None)
+            if found is not None:
+                return index, found, text
+        return None, None, ""
 
-    algsimp, module = first("algsimp")
-    spmd, _ = first("spmd-partitioning")
-    return PassOrder(algsimp, spmd, module)
+    algsimp, _, module = first(SIMPLIFIER_PASSES)
+    partitioner, partitioner_pass, _ = first(PARTITIONER_PASSES)
+    seen = tuple(dict.fromkeys(name for _, named, _ in dumps for name in named))
+    return PassOrder(algsimp, partitioner, partitioner_pass, module, seen)
 
 
 def site_excerpt(hlo_text: str, site: TransposeSite) -> str:

@@ -156,30 +156,54 @@ def dump(index, pipeline, after, before):
     return f"module_0001.jit_step.{index:04d}.{pipeline}.after_{after}.before_{before}.txt"
 
 
-def test_pass_order_partitioner_first():
-    files = {
-        dump(3, "spmd-partitioner", "shardy-xla", "spmd-partitioning"): "one",
-        dump(9, "simplification", "pipeline-start", "algsimp"): "two",
-        dump(10, "simplification", "algsimp", "simplify-sorts"): "three",
-        "module_0001.jit_step.ir-no-opt.ll": "ignored",
-    }
-    order = pass_order(files)
-    assert (order.first_spmd_partitioner, order.first_algsimp) == (3, 9)
-    assert order.partitioner_first is True
-    assert order.module_before_first_algsimp == "two"
-
-
-def test_pass_order_simplifier_first_and_missing_passes():
-    order = pass_order(
+PIPELINES = {
+    # XLA:CPU with one partition per device, as dumped here (partitioner first).
+    "cpu": (
         {
-            dump(8, "simplification-1", "pipeline-start", "algsimp"): "x",
-            dump(12, "spmd", "pipeline-start", "spmd-partitioning"): "y",
-        }
-    )
-    assert order.partitioner_first is False
-    missing = pass_order({dump(1, "p", "pipeline-start", "dce"): "z"})
-    assert missing.first_algsimp is None
-    assert missing.partitioner_first is None
+            dump(3, "spmd-partitioner", "pipeline-start", "shardy-xla"): "partitioned",
+            dump(4, "spmd-partitioner", "shardy-xla", "spmd-partitioning"): "partitioned",
+            dump(14, "simplification", "pipeline-start", "algsimp"): "seen by algsimp",
+        },
+        (3, 14, True, "shardy-xla"),
+    ),
+    # XLA:GPU: spmd-simplify's algsimp, then ShardyXLA and the partitioner
+    # (xla/service/gpu/gpu_spmd_pipeline.cc).
+    "gpu": (
+        {
+            dump(2, "spmd-simplify", "pipeline-start", "algsimp"): "seen by algsimp",
+            dump(6, "spmd-partitioner", "conditional-simplifier", "shardy-xla"): "partitioned",
+            dump(7, "spmd-partitioner", "shardy-xla", "spmd-partitioning"): "partitioned",
+        },
+        (6, 2, False, "shardy-xla"),
+    ),
+    # TPU, as its dumps are quoted upstream: algsimp in simplification-1 at 0008-0009,
+    # the partitioner at 0012-0016.
+    "tpu": (
+        {
+            dump(8, "simplification-1", "pipeline-start", "algsimp"): "seen by algsimp",
+            dump(9, "simplification-1", "algsimp", "dce"): "simplified",
+            dump(12, "xla-partitioner", "pipeline-start", "sharding-propagation"): "partitioned",
+        },
+        (12, 8, False, "xla-partitioner"),
+    ),
+}
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_pass_order_names_each_backends_passes(pipeline):
+    files, (partitioner, algsimp, partitioner_first, name) = PIPELINES[pipeline]
+    order = pass_order({**files, "module_0001.jit_step.ir-no-opt.ll": "ignored"})
+    assert (order.first_spmd_partitioner, order.first_algsimp) == (partitioner, algsimp)
+    assert order.partitioner_first is partitioner_first
+    assert order.partitioner_pass == name
+    assert order.module_before_first_algsimp == "seen by algsimp"
+
+
+def test_pass_order_with_unknown_names_says_unknown_and_what_it_saw():
+    order = pass_order({dump(1, "p", "pipeline-start", "dce"): "z"})
+    assert order.first_algsimp is None
+    assert order.partitioner_first is None
+    assert order.names_seen == ("p", "pipeline-start", "dce")
 
 
 def test_pass_order_without_dumps_is_an_error():
