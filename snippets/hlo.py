@@ -316,6 +316,18 @@ def relayouts(hlo_text: str, dims: tuple[int, ...] | None = None) -> list[Relayo
 _DUMP_NAME = re.compile(r"^module_\d+\.[^.]+\.(?P<index>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<after>[^.]+)\.before_(?P<before>[^.]+)\.txt$")  # fmt: skip
 
 
+def parse_dump_name(name: str) -> tuple[int, str, str, str] | None:
+    """``(index, pipeline, pass before, pass after)`` of a per-pass dump file name, else None.
+
+    >>> parse_dump_name("module_0001.jit_f.0010.simplification.after_dce.before_algsimp.txt")
+    (10, 'simplification', 'dce', 'algsimp')
+    """
+    match = _DUMP_NAME.match(name)
+    return (
+        (int(match["index"]), match["pipeline"], match["after"], match["before"]) if match else None
+    )
+
+
 PARTITIONER_PASSES = {
     "shardy-xla": "ShardyXLA, xla/service/spmd/shardy/shardy_xla_pass.h (CPU and GPU with Shardy)",
     "spmd-partitioning": "SpmdPartitioner, xla/service/spmd/spmd_partitioner.h (CPU; GPU's "
@@ -364,9 +376,9 @@ def pass_order(dump_files: dict[str, str]) -> PassOrder:
     the simplifier by :data:`SIMPLIFIER_PASSES`.
     """
     dumps = sorted(
-        (int(m["index"]), (m["pipeline"], m["after"], m["before"]), text)
+        (parsed[0], parsed[1:], text)
         for name, text in dump_files.items()
-        if (m := _DUMP_NAME.match(name))
+        if (parsed := parse_dump_name(name))
     )
     if not dumps:
         raise ValueError("No per-pass HLO dumps found: compile with xla_dump_hlo_pass_re='.*'.")

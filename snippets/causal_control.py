@@ -1,0 +1,177 @@
+"""The causal control: a ``Sharding`` call left in the module stops XLA's transpose-of-dot fold.
+
+On TPU and GPU the algebraic simplifier runs before the SPMD partitioner, so it
+meets explicit mode's ``Sharding`` custom calls still in the module. XLA:CPU
+never shows that order on its own: with several devices the partitioner runs
+first, and with one device the ``sharding-remover`` pass deletes the calls
+before the simplifier (``RunHloPassesThroughLayoutAssn`` in XLA's
+``xla/service/cpu/cpu_compiler.cc``). Disabling that one pass reproduces the
+TPU/GPU order on CPU: the simplifier sees the unpartitioned module with the
+calls in it. Code generation then fails on the leftover calls, but XLA has
+already written its optimised module, and that module is what this reads.
+
+``python -m snippets.causal_control [--json]`` prints the control for every
+(shard mode x head variant).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+
+import jax
+
+from snippets.cli import Parser, reported
+from snippets.devices import setup_devices
+from snippets.hlo import (
+    array_shapes,
+    instructions,
+    parse_dump_name,
+    pass_order,
+    sharding_call_count,
+    site_excerpt,
+    transpose_of_dot_sites,
+)
+from snippets.lowering import StepConfig, build_step, every_mode_and_variant
+
+EXPECTED_CODEGEN_ERROR = "No registered implementation for untyped custom call to Sharding"
+"""What XLA:CPU says when a ``Sharding`` call reaches code generation (the expected end here)."""
+
+OPTIONS = {"xla_disable_hlo_passes": "sharding-remover", "xla_dump_hlo_pass_re": ".*"}
+"""Compiler options of the control: keep the calls, dump the module after every pass."""
+
+
+class XlaChangedError(RuntimeError):
+    """The control did not end the way the guide describes: XLA changed, and the page must too."""
+
+
+def _compile_with_sharding_calls(config: StepConfig) -> tuple[str, dict[str, str], str | None]:
+    """Compile ``config``'s one-device step without sharding-remover: HLO, dumps, error (if any)."""
+    lowered = build_step(config).lower()
+    hlo = lowered.compiler_ir("hlo").as_hlo_text()
+    with tempfile.TemporaryDirectory() as directory:
+        error = None
+        try:
+            lowered.compile(compiler_options={**OPTIONS, "xla_dump_to": directory})
+        except jax.errors.JaxRuntimeError as failure:
+            error = str(failure)
+        dumps = {}
+        for name in os.listdir(directory):
+            if name.endswith(".txt"):
+                with open(os.path.join(directory, name)) as file:
+                    dumps[name] = file.read()
+    return hlo, dumps, error
+
+
+def _check_the_ending(config: StepConfig, calls: int, error: str | None) -> str:
+    """``"codegen failed as expected"`` or ``"compiled"``; anything else means XLA changed."""
+    if calls and error is not None and EXPECTED_CODEGEN_ERROR in error:
+        return "codegen failed as expected"
+    if not calls and error is None:
+        return "compiled"
+    what = f"failed with: {error.splitlines()[0]}" if error else "compiled"
+    raise XlaChangedError(
+        f"{config.mode}/{config.variant}: with {calls} Sharding call(s) and sharding-remover "
+        f"disabled the one-device step {what}; expected "
+        + (f"codegen to fail with {EXPECTED_CODEGEN_ERROR!r}" if calls else "it to compile")
+        + ". XLA changed: re-measure and rewrite the causal control in the shard-mode guide."
+    )
+
+
+def _optimised_module(dumps: dict[str, str]) -> str:
+    """The module after XLA's last HLO pass (written before code generation)."""
+    finals = [text for name, text in dumps.items() if name.endswith("after_optimizations.txt")]
+    if len(finals) != 1:
+        raise XlaChangedError(f"expected one *after_optimizations.txt dump, found {len(finals)}")
+    return finals[0]
+
+
+def _row_major(shape: str) -> bool:
+    """Whether an HLO array shape has the default row-major layout (or none printed)."""
+    layout = re.search(r"\]\{([\d,]*)", shape)
+    if layout is None:
+        return True
+    order = [int(d) for d in layout[1].split(",") if d]
+    return order == sorted(order, reverse=True)
+
+
+def _last_site_chain(dumps: dict[str, str], dims: tuple[int, int]) -> dict | None:
+    """The dot -> ... -> transpose chain in the last per-pass dump that still has one.
+
+    Fusion later wraps the transpose in a fusion, so the chain is read from the
+    last module before that, with the pass that module was handed to next;
+    ``None`` when no dump has a transpose fed by the weight-gradient dot.
+    """
+    per_pass = sorted((parsed, name) for name in dumps if (parsed := parse_dump_name(name)))
+    for (_, pipeline, _, before), name in reversed(per_pass):
+        sites = transpose_of_dot_sites(dumps[name], dims)
+        if sites:
+            chain = site_excerpt(dumps[name], sites[0])
+            return {"pipeline": pipeline, "next_pass": before, "chain": chain}
+    return None
+
+
+def control(config: StepConfig) -> dict:
+    """The control for one (mode, variant): is the weight gradient written in the kernel's order?"""
+    one_device = dataclasses.replace(config, devices=1, mesh="dp")
+    hlo, dumps, error = _compile_with_sharding_calls(one_device)
+    ending = _check_the_ending(one_device, sharding_call_count(hlo), error)
+    final = _optimised_module(dumps)
+    emb, vocab = config.kernel_dims
+    stored = (vocab, emb) if config.variant == "VE" else (emb, vocab)
+    insts = instructions(final)
+    gradient_transposes = [
+        i.shape
+        for i in insts
+        if i.opcode == "transpose" and sorted(array_shapes(i.shape)[0][1]) == sorted(stored)
+    ]
+    kernel_order_dots = [
+        i.shape
+        for i in insts
+        if i.opcode == "dot" and array_shapes(i.shape)[0][1] == stored and _row_major(i.shape)
+    ]
+    order = pass_order(dumps)
+    return {
+        "mode": config.mode,
+        "variant": config.variant,
+        "gradient_in_kernel_order": bool(kernel_order_dots) and not gradient_transposes,
+        "gradient_transposes": len(gradient_transposes),
+        "sharding_calls_at_first_simplifier": sharding_call_count(
+            order.module_before_first_algsimp
+        ),
+        "chain_at_site": _last_site_chain(dumps, config.kernel_dims),
+        "ending": ending,
+    }
+
+
+def causal_control(base: StepConfig) -> list[dict]:
+    """The control for every (shard mode x head variant) of ``base``."""
+    return [control(config) for config in every_mode_and_variant(base)]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print the causal control for every mode and variant."""
+    parser = Parser(__doc__)
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    args = parser.parse_args(argv)
+    with reported(args.debug):
+        setup_devices(1)
+        rows = causal_control(StepConfig())
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        print(
+            f"{row['mode']:>8} {row['variant']:<17} in kernel order: "
+            f"{row['gradient_in_kernel_order']!s:<5} transposes: {row['gradient_transposes']} "
+            f"Sharding calls at the first algsimp: {row['sharding_calls_at_first_simplifier']} "
+            f"({row['ending']})"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""The causal control: with the Sharding calls kept, explicit mode loses the fold on CPU too."""
+
+import pytest
+
+from snippets import causal_control as cc
+from snippets.lowering import StepConfig
+
+FIXES = ("VE", "kernel-order-grad")
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return {(row["mode"], row["variant"]): row for row in cc.causal_control(StepConfig())}
+
+
+def test_the_sharding_call_keeps_the_explicit_gradient_transposed(rows):
+    row = rows["explicit", "EV"]
+    assert row["gradient_in_kernel_order"] is False
+    assert row["gradient_transposes"] >= 1
+    assert row["sharding_calls_at_first_simplifier"] > 0
+    assert row["ending"] == "codegen failed as expected"
+    labels = [line.split("|")[0].strip() for line in row["chain_at_site"]["chain"].splitlines()]
+    assert labels == ["dot", "Sharding", "transpose"]
+
+
+def test_without_the_calls_the_simplifier_folds_the_transpose(rows):
+    row = rows["auto", "EV"]
+    assert row["gradient_in_kernel_order"] is True
+    assert row["gradient_transposes"] == 0
+    assert row["sharding_calls_at_first_simplifier"] == 0
+    assert row["chain_at_site"]["next_pass"] == "algsimp"  # the site's last stop: the fold
+
+
+@pytest.mark.parametrize("mode", ["explicit", "auto"])
+@pytest.mark.parametrize("variant", FIXES)
+def test_every_fix_writes_the_gradient_in_stored_order(rows, mode, variant):
+    row = rows[mode, variant]
+    assert row["gradient_in_kernel_order"] is True
+    assert row["gradient_transposes"] == 0
+    assert row["chain_at_site"] is None
+
+
+@pytest.mark.parametrize(
+    ("calls", "error", "message"),
+    [
+        (100, None, "step compiled; expected codegen to fail"),
+        (100, "INTERNAL: something else\nmore", "failed with: INTERNAL: something else;"),
+        (0, f"NOT_FOUND: {cc.EXPECTED_CODEGEN_ERROR} for Host", "expected it to compile"),
+    ],
+)
+def test_any_other_ending_says_xla_changed(calls, error, message):
+    with pytest.raises(cc.XlaChangedError, match=message) as raised:
+        cc._check_the_ending(StepConfig(), calls, error)
+    assert "XLA changed" in str(raised.value)
+
+
+ONE_SHARDING_CALL = '  %x = f32[2]{0} custom-call(%p), custom_call_target="Sharding"'
+
+
+def test_a_compile_that_succeeds_with_calls_fails_loudly(monkeypatch):
+    monkeypatch.setattr(cc, "_compile_with_sharding_calls", lambda _: (ONE_SHARDING_CALL, {}, None))
+    with pytest.raises(cc.XlaChangedError, match="explicit/EV: with 1 Sharding call"):
+        cc.control(StepConfig())
