@@ -23,14 +23,16 @@ UV = nox.virtualenv.UV  # the uv that nox found (on PATH or beside nox); nox use
 def install(session: nox.Session, *groups: str, project: bool = True) -> None:
     """Install exactly what ``uv.lock`` pins: the named groups, and this project unless told not.
 
+    Without the project, only the groups are installed (``--only-group``), not its
+    dependencies.
+
     ``uv sync --locked`` fails instead of re-resolving when the lock is out of date
     with ``pyproject.toml`` (run ``uv lock`` after changing a pin), and removes
     anything the lock does not list, so a reused environment cannot drift.
     """
     session.run_install(
         *("uv", "sync", "--locked", "--no-default-groups"),
-        *(f"--group={group}" for group in groups),
-        *([] if project else ["--no-install-project"]),
+        *(f"--{'group' if project else 'only-group'}={group}" for group in groups),
         f"--python={session.virtualenv.location}",
         env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
         external=True,
@@ -100,6 +102,22 @@ def notebooks(session: nox.Session) -> None:
     """Executed ``.ipynb`` copies of every guide in ``_build/notebooks``, for Jupyter users."""
     install(session, "docs")
     session.run("python", "tests/guide_runner.py", "--out", "_build/notebooks", *session.posargs)
+
+
+@nox.session(default=False)
+def browser(session: nox.Session) -> None:
+    """Every built page in headless Chromium at 1280 and 390 px, light and dark.
+
+    Builds the site with -W into ``_build/browser-site`` (the execution cache makes an
+    unchanged guide free), serves it on 127.0.0.1 and drives Debian's Chromium with
+    Playwright: no request off the host, no console error, every link, anchor and image,
+    nothing wider than the screen, no raw markup, search, figure text size and each guide's
+    executed notebook. Screenshots land in ``_build/browser-screenshots``. Needs
+    ``apt-get install chromium`` (``CHROMIUM=PATH`` for another binary); ``BROWSER_SITE=DIR``
+    checks an already built site instead.
+    """
+    install(session, "browser")
+    session.run("pytest", "tests/browser", *(session.posargs or ["-v"]))
 
 
 @nox.session(default=False, venv_backend="none")

@@ -8,7 +8,9 @@ the head variant are configurable:
 * ``EV``: the kernel stored ``[embed, vocab]`` (the default);
 * ``VE``: ``kernel_transposed=True``, stored ``[vocab, embed]``;
 * ``kernel-order-grad``: ``[embed, vocab]`` with a custom VJP that writes the
-  weight gradient in kernel order (``snippets.kernel_order_grad``).
+  weight gradient in kernel order (``snippets.kernel_order_grad``);
+* ``auto-axes``: ``[embed, vocab]`` with the head's dot in a ``jax.sharding.auto_axes``
+  region, upstream's shipped fix (``snippets.auto_axes_head``).
 
 ``python -m snippets.lowering [--mode M] [--variant V] [--mesh dp|dp_fsdp] [--devices N]
 [--emb E] [--vocab V] [--batch B] [--seq S] [--dtype D] [--show stablehlo|hlo|compiled]
@@ -32,12 +34,13 @@ from flax.linen import logical_to_mesh_axes
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from snippets.auto_axes_head import auto_axes_logits
 from snippets.cli import Parser, check_memory, positive_int, reported
 from snippets.devices import SHARD_MODES, make_mesh, setup_devices
 from snippets.kernel_order_grad import kernel_order_logits
 from snippets.lm_head import LMHeadConfig, build_output_head
 
-VARIANTS = ("EV", "VE", "kernel-order-grad")
+VARIANTS = ("EV", "VE", "kernel-order-grad", "auto-axes")
 DTYPES = ("float32", "bfloat16", "float16")
 MESH_LAYOUTS = {"dp": ("data",), "dp_fsdp": ("data", "fsdp")}
 """Mesh layouts: 4-way data parallel, or data x fsdp with weights sharded on ``embed``."""
@@ -143,6 +146,8 @@ class TinyLM(nnx.Module):
         logits_spec = activations if explicit and self.config.pin_logits else None
         if self.config.variant == "kernel-order-grad":
             return kernel_order_logits(x, self.head.kernel[...], logits_spec)
+        if self.config.variant == "auto-axes":
+            return auto_axes_logits(x, self.head.kernel[...], activations if explicit else None)
         return self.head(x, out_sharding=logits_spec)
 
 

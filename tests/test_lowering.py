@@ -22,7 +22,7 @@ def runs():
             lower_step(dataclasses.replace(BASE, mode=mode, variant=variant))
         )
         for mode in ("explicit", "auto")
-        for variant in ("EV", "VE", "kernel-order-grad")
+        for variant in ("EV", "VE", "kernel-order-grad", "auto-axes")
     }
 
 
@@ -57,6 +57,20 @@ def test_fixes_leave_no_weight_gradient_transpose(runs, mode, variant):
 
 
 @pytest.mark.parametrize("mode", ["explicit", "auto"])
+def test_auto_axes_lowers_the_head_as_auto_mode_does(runs, mode):
+    """No barrier; the dot feeds its transpose directly, so the TPU/GPU simplifier can fold it.
+
+    On a multi-device CPU the partitioner runs first (an all-reduce lands between), so
+    the compiled leftovers are auto EV's; the causal control shows the fold itself.
+    """
+    run = runs[(mode, "auto-axes")]
+    assert run["barrier_sites"] == 0
+    assert run["foldable_sites"] == 1
+    assert run["compiled_transposes"] == runs[("auto", "EV")]["compiled_transposes"]
+    assert run["relayout_copies"] == runs[("auto", "EV")]["relayout_copies"]
+
+
+@pytest.mark.parametrize("mode", ["explicit", "auto"])
 def test_ev_keeps_a_relayout_of_the_weight_gradient_on_cpu(runs, mode):
     assert runs[(mode, "EV")]["relayout_copies"] == [f"f32[{BASE.emb},{BASE.vocab}]{{1,0}}"]
 
@@ -87,7 +101,7 @@ def test_every_variant_has_the_same_gradients(mesh, mode):
     config = dataclasses.replace(BASE, mesh=mesh, mode=mode)
     loss, grads = build_step(config)()
     ev_kernel = np.asarray(grads["head"]["kernel"][...])
-    for variant in ("VE", "kernel-order-grad"):
+    for variant in ("VE", "kernel-order-grad", "auto-axes"):
         other_loss, other = build_step(dataclasses.replace(config, variant=variant))()
         kernel = np.asarray(other["head"]["kernel"][...])
         np.testing.assert_allclose(other_loss, loss, rtol=1e-6)
