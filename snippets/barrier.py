@@ -21,12 +21,14 @@ from snippets.hlo import (
     array_shapes,
     collectives,
     instructions,
+    kernel_relayouts,
     pass_order,
     relayouts,
     sharding_call_count,
     transpose_of_dot_sites,
 )
 from snippets.lowering import (
+    OPTIMIZERS,
     LoweredStep,
     StepConfig,
     add_step_arguments,
@@ -50,6 +52,24 @@ def run_report(lowered: LoweredStep) -> dict:
         "compiled_transposes": [r.shape for r in left if r.opcode == "transpose"],
         "relayout_copies": [r.shape for r in left if r.opcode == "copy"],
         "collectives": [dataclasses.asdict(c) for c in collectives(lowered.compiled)],
+        "optimizer": config.optimizer,
+        **gradient_relayouts(lowered),
+    }
+
+
+def gradient_relayouts(lowered: LoweredStep) -> dict:
+    """The compiled step's relayouts of the head kernel's gradient, found by data flow.
+
+    Counted from the weight-gradient dot to the step's outputs for the kernel (its
+    gradient, or with an optimizer its new value and moments); a fusion that
+    contains a transpose or copy counts once.
+    """
+    emb, vocab = lowered.config.kernel_dims
+    sizes = {emb * vocab // n for n in range(1, lowered.config.devices + 1)}
+    found = kernel_relayouts(lowered.compiled, lowered.kernel_outputs, sizes)
+    return {
+        "gradient_relayouts": len(found),
+        "gradient_relayout_ops": [f"{r.opcode} {r.shape} ({'+'.join(r.relayouts)})" for r in found],
     }
 
 
@@ -107,7 +127,13 @@ def pass_window(config: StepConfig) -> dict:
 def barrier_report(base: StepConfig) -> dict:
     """Every (mode x variant) on ``base``'s mesh, the pin check, the single-device control and the pass order."""
     runs = [run_report(lower_step(config)) for config in every_mode_and_variant(base)]
-    explicit_ev = dataclasses.replace(base, mode="explicit", variant="EV")
+    if base.optimizer != "none":
+        for run, config in zip(runs, every_mode_and_variant(base), strict=True):
+            plain = lower_step(dataclasses.replace(config, optimizer="none"))
+            without = gradient_relayouts(plain)["gradient_relayouts"]
+            run["gradient_relayouts_without_optimizer"] = without
+            run["relayouts_added_by_optimizer"] = run["gradient_relayouts"] - without
+    explicit_ev = dataclasses.replace(base, mode="explicit", variant="EV", optimizer="none")
     pin = pin_diff(explicit_ev)
     single = single_device_control(explicit_ev)
     window = pass_window(explicit_ev)
@@ -149,10 +175,19 @@ def structure_rows(report: dict) -> list[dict]:
 
 def format_table(report: dict) -> str:
     """The runs as a fixed-width text table."""
-    header = f"{'mode':<9} {'variant':<18} {'Sharding':>8} {'barrier':>7} {'foldable':>8} {'transposes':>10} {'copies':>6}"
+    header = (
+        f"{'mode':<9} {'variant':<18} {'Sharding':>8} {'barrier':>7} {'foldable':>8} "
+        f"{'transposes':>10} {'copies':>6} {'grad relayouts':>14}"
+    )
     rows = [
         f"{r['mode']:<9} {r['variant']:<18} {r['sharding_calls']:>8} {r['barrier_sites']:>7} "
-        f"{r['foldable_sites']:>8} {len(r['compiled_transposes']):>10} {len(r['relayout_copies']):>6}"
+        f"{r['foldable_sites']:>8} {len(r['compiled_transposes']):>10} "
+        f"{len(r['relayout_copies']):>6} {r['gradient_relayouts']:>14}"
+        + (
+            f" (optimizer adds {r['relayouts_added_by_optimizer']})"
+            if "relayouts_added_by_optimizer" in r
+            else ""
+        )
         for r in report["runs"]
     ]
     return "\n".join([header, *rows])
@@ -163,9 +198,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = Parser(__doc__)
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_step_arguments(parser)
+    parser.add_argument(
+        "--optimizer",
+        choices=OPTIMIZERS,
+        default="none",
+        help="also apply an AdamW update in the step, and count the relayouts it adds",
+    )
     args = parser.parse_args(argv)
     with reported(args.debug):
-        base = step_config(args, steps=2)
+        base = step_config(args, steps=2, optimizer=args.optimizer)
         setup_devices(base.devices)
         report = barrier_report(base)
     if args.json:

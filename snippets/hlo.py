@@ -313,6 +313,94 @@ def relayouts(hlo_text: str, dims: tuple[int, ...] | None = None) -> list[Relayo
     ]
 
 
+_COMPUTATION = re.compile(r"^\s*(?:ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*\(.*\{\s*$")
+_CALLS = re.compile(r"(?:calls|to_apply)=%?([\w.\-]+)")
+_ORIGINS = ("dot", "convolution", "parameter")
+
+
+def computations(hlo_text: str) -> tuple[dict[str, list[Instruction]], str, str]:
+    """Each computation's instructions by name, the entry computation's name and its root's name."""
+    found: dict[str, list[Instruction]] = {}
+    entry = root = current = ""
+    for line in hlo_text.splitlines():
+        header = _COMPUTATION.match(line) if " = " not in line.split("(")[0] else None
+        if header is not None:
+            current = header["name"]
+            found[current] = []
+            entry = current if line.lstrip().startswith("ENTRY") else entry
+        elif (inst := parse_instruction(line)) is not None and current:
+            found[current].append(inst)
+            root = inst.name if current == entry and line.lstrip().startswith("ROOT") else root
+    return found, entry, root
+
+
+def _opcodes_inside(inst: Instruction, comps: dict[str, list[Instruction]]) -> set[str]:
+    """The opcodes of the computations ``inst`` calls (a fusion's body), nested calls included."""
+    seen, pending, opcodes = set(), _CALLS.findall(inst.attributes), set()
+    while pending:
+        name = pending.pop()
+        if name in seen or name not in comps:
+            continue
+        seen.add(name)
+        for inner in comps[name]:
+            opcodes.add(inner.opcode)
+            pending.extend(_CALLS.findall(inner.attributes))
+    return opcodes
+
+
+@dataclasses.dataclass(frozen=True)
+class GradientRelayout:
+    """A transpose or copy on the data path between the weight-gradient dot and an output."""
+
+    name: str
+    opcode: str
+    shape: str
+    relayouts: tuple[str, ...]
+
+
+def kernel_relayouts(
+    hlo_text: str, outputs: tuple[int, ...], kernel_elements: set[int]
+) -> list[GradientRelayout]:
+    """Transposes and copies between the kernel-sized values behind the entry's ``outputs``.
+
+    Walks back from each listed element of the entry's root tuple through every
+    operand of a size in ``kernel_elements`` (the kernel and its shards), stopping
+    at a dot (or a fusion that computes one) and at parameters; a fusion counts
+    once, with the transposes and copies inside it. Following the data, not the
+    sizes, keeps other arrays of the same shape (an embedding table) out.
+    """
+    comps, entry, root = computations(hlo_text)
+    by_name = {inst.name: inst for inst in comps.get(entry, [])}
+    if root not in by_name:
+        raise ValueError("No entry computation with a ROOT instruction in this HLO text.")
+    pending = [by_name[root].operands[index] for index in outputs]
+    seen: set[str] = set()
+    found = []
+    while pending:
+        inst = by_name.get(pending.pop())
+        if inst is None or inst.name in seen:
+            continue
+        seen.add(inst.name)
+        inside = _opcodes_inside(inst, comps)
+        if inst.opcode in _ORIGINS or "dot" in inside:
+            continue
+        moved = tuple(sorted({inst.opcode, *inside} & {"transpose", "copy"}))
+        if moved:
+            found.append(GradientRelayout(inst.name, inst.opcode, inst.shape, moved))
+        if inst.opcode == "get-tuple-element":
+            source = by_name.get(inst.operands[0])
+            index = int(re.search(r"index=(\d+)", inst.attributes)[1])
+            if source is not None and len(source.operands) > index:
+                seen.add(source.name)
+                pending.append(source.operands[index])
+            continue
+        for operand in inst.operands:
+            shapes = array_shapes(by_name[operand].shape) if operand in by_name else []
+            if len(shapes) == 1 and math.prod(shapes[0][1]) in kernel_elements:
+                pending.append(operand)
+    return found
+
+
 _DUMP_NAME = re.compile(r"^module_\d+\.[^.]+\.(?P<index>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<after>[^.]+)\.before_(?P<before>[^.]+)\.txt$")  # fmt: skip
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import optax
 from flax import nnx
 from flax.linen import logical_to_mesh_axes
 from jax.sharding import Mesh, NamedSharding
@@ -42,6 +43,8 @@ from snippets.lm_head import LMHeadConfig, build_output_head
 
 VARIANTS = ("EV", "VE", "kernel-order-grad", "auto-axes")
 DTYPES = ("float32", "bfloat16", "float16")
+OPTIMIZERS = ("none", "adam")
+"""``none``: the step returns the loss and gradients; ``adam``: it also applies an AdamW update."""
 MESH_LAYOUTS = {"dp": ("data",), "dp_fsdp": ("data", "fsdp")}
 """Mesh layouts: 4-way data parallel, or data x fsdp with weights sharded on ``embed``."""
 
@@ -60,6 +63,7 @@ class StepConfig:
     seq: int = 16
     dtype: str = "float32"
     pin_logits: bool = True
+    optimizer: str = "none"
 
     def __post_init__(self) -> None:
         for field in ("devices", "emb", "vocab", "batch", "seq"):
@@ -73,6 +77,7 @@ class StepConfig:
             "variant": VARIANTS,
             "mesh": tuple(MESH_LAYOUTS),
             "dtype": DTYPES,
+            "optimizer": OPTIMIZERS,
         }
         for field, allowed in choices.items():
             if getattr(self, field) not in allowed:
@@ -179,7 +184,12 @@ def param_shardings(params: nnx.State, config: StepConfig, mesh: Mesh) -> nnx.St
 
 @dataclasses.dataclass
 class Step:
-    """A jitted ``value_and_grad`` step with the arrays it runs on, ready to lower or call."""
+    """A jitted training step with the arrays it runs on, ready to lower or call.
+
+    Without an optimizer it is ``value_and_grad``: ``(params, tokens, targets) ->
+    (loss, grads)``. With one it also updates: ``(params, opt_state, tokens,
+    targets) -> (loss, params, opt_state)``.
+    """
 
     config: StepConfig
     mesh: Mesh
@@ -187,16 +197,34 @@ class Step:
     params: nnx.State
     tokens: jax.Array
     targets: jax.Array
+    opt_state: Any = None
+
+    @property
+    def args(self) -> tuple:
+        """The step's arguments, in order."""
+        state = (self.params,) if self.opt_state is None else (self.params, self.opt_state)
+        return (*state, self.tokens, self.targets)
 
     def lower(self) -> jax.stages.Lowered:
         """Lower the step under its mesh."""
         with jax.set_mesh(self.mesh):
-            return self.function.lower(self.params, self.tokens, self.targets)
+            return self.function.lower(*self.args)
 
-    def __call__(self) -> tuple[jax.Array, nnx.State]:
-        """Run the step once: ``(loss, grads)``."""
+    def __call__(self) -> tuple:
+        """Run the step once: ``(loss, grads)``, or ``(loss, params, opt_state)`` with an optimizer."""
         with jax.set_mesh(self.mesh):
-            return self.function(self.params, self.tokens, self.targets)
+            return self.function(*self.args)
+
+
+def with_adamw(value_and_grad: Any, optimizer: optax.GradientTransformation) -> Any:
+    """A step that also applies ``optimizer``'s update: ``(loss, new params, new state)``."""
+
+    def step(params, opt_state, tokens, targets):
+        loss, grads = value_and_grad(params, tokens, targets)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return loss, optax.apply_updates(params, updates), opt_state
+
+    return step
 
 
 def build_step(config: StepConfig, seed: int = 0) -> Step:
@@ -217,14 +245,21 @@ def build_step(config: StepConfig, seed: int = 0) -> Step:
     key = jax.random.key(seed + 1)
     tokens, targets = jax.random.randint(key, (2, config.batch, config.seq), 0, config.vocab)
     data = NamedSharding(mesh, P(config.batch_axes, None))
-    return Step(
+    params = jax.device_put(params, param_shardings(params, config, mesh))
+    step = Step(
         config,
         mesh,
         jax.jit(jax.value_and_grad(loss_fn)),
-        jax.device_put(params, param_shardings(params, config, mesh)),
+        params,
         jax.device_put(tokens, data),
         jax.device_put(targets, data),
     )
+    if config.optimizer == "adam":
+        optimizer = optax.adamw(1e-3)
+        with jax.set_mesh(mesh):
+            step.opt_state = jax.jit(optimizer.init)(params)
+        step.function = jax.jit(with_adamw(jax.value_and_grad(loss_fn), optimizer))
+    return step
 
 
 @dataclasses.dataclass(frozen=True)
@@ -236,6 +271,16 @@ class LoweredStep:
     hlo: str
     compiled: str
     dumps: dict[str, str]
+    kernel_outputs: tuple[int, ...] = ()
+    """Positions, among the step's flattened outputs, of the head kernel's gradient or new
+    value and its optimizer moments."""
+
+
+def kernel_output_positions(lowered: jax.stages.Lowered) -> tuple[int, ...]:
+    """Where the head kernel's gradient (or new value and Adam moments) sit in the step's outputs."""
+    leaves = jax.tree_util.tree_flatten_with_path(lowered.out_info)[0]
+    paths = [jax.tree_util.keystr(path) for path, _ in leaves]
+    return tuple(i for i, path in enumerate(paths) if "['head']['kernel']" in path)
 
 
 def lower_step(config: StepConfig, dump_passes: bool = False) -> LoweredStep:
@@ -250,9 +295,9 @@ def lower_step(config: StepConfig, dump_passes: bool = False) -> LoweredStep:
                 if name.endswith(".txt"):
                     with open(os.path.join(directory, name)) as file:
                         dumps[name] = file.read()
-    return LoweredStep(
-        config, lowered.as_text(), lowered.compiler_ir("hlo").as_hlo_text(), compiled, dumps
-    )
+    hlo = lowered.compiler_ir("hlo").as_hlo_text()
+    positions = kernel_output_positions(lowered)
+    return LoweredStep(config, lowered.as_text(), hlo, compiled, dumps, positions)
 
 
 SIZE_FIELDS = ("devices", "emb", "vocab", "batch", "seq")

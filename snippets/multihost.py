@@ -69,7 +69,7 @@ def check_port(port: int) -> None:
 def step_records(devices: int) -> list[dict]:
     """Lower, compile and run the step in each shard mode on the global ``devices``-device mesh."""
     from snippets.barrier import run_report
-    from snippets.lowering import LoweredStep, StepConfig, build_step
+    from snippets.lowering import LoweredStep, StepConfig, build_step, kernel_output_positions
 
     records = []
     for mode in MODES:
@@ -77,7 +77,8 @@ def step_records(devices: int) -> list[dict]:
         step = build_step(config)
         lowered = step.lower()
         hlo, compiled = lowered.compiler_ir("hlo").as_hlo_text(), lowered.compile().as_text()
-        report = run_report(LoweredStep(config, lowered.as_text(), hlo, compiled, {}))
+        positions = kernel_output_positions(lowered)
+        report = run_report(LoweredStep(config, lowered.as_text(), hlo, compiled, {}, positions))
         loss, _ = step()
         records.append(
             {

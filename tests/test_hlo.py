@@ -7,6 +7,7 @@ from snippets.hlo import (
     collectives,
     group_size,
     instructions,
+    kernel_relayouts,
     opcode_counts,
     parse_instruction,
     pass_order,
@@ -209,3 +210,52 @@ def test_pass_order_with_unknown_names_says_unknown_and_what_it_saw():
 def test_pass_order_without_dumps_is_an_error():
     with pytest.raises(ValueError, match="No per-pass HLO dumps found"):
         pass_order({"module_0001.jit_step.cpu_after_optimizations.txt": ""})
+
+
+GRADIENT_PATH = """
+HloModule jit_step
+
+%fused_transpose (param_0: f32[16,8]) -> f32[8,16] {
+  %param_0 = f32[16,8]{1,0} parameter(0)
+  ROOT %transpose.1 = f32[8,16]{0,1} transpose(%param_0), dimensions={1,0}
+}
+
+%fused_dot (a: f32[4,16], b: f32[4,8]) -> f32[16,8] {
+  %a = f32[4,16]{1,0} parameter(0)
+  %b = f32[4,8]{1,0} parameter(1)
+  ROOT %d = f32[16,8]{1,0} dot(%a, %b), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+}
+
+ENTRY %main (g: f32[4,16], x: f32[4,8], table: f32[16,8]) -> (f32[8,16], f32[16,8]) {
+  %g = f32[4,16]{1,0} parameter(0)
+  %x = f32[4,8]{1,0} parameter(1)
+  %table = f32[16,8]{1,0} parameter(2)
+  %grad = f32[16,8]{1,0} fusion(%g, %x), kind=kCustom, calls=%fused_dot
+  %ar = (f32[16,8]{1,0}, f32[]) all-reduce(%grad, %x), channel_id=1, to_apply=%fused_dot
+  %gte = f32[16,8]{1,0} get-tuple-element(%ar), index=0
+  %moved = f32[8,16]{0,1} fusion(%gte), kind=kLoop, calls=%fused_transpose
+  %relaid = f32[8,16]{1,0} copy(%moved)
+  %table_copy = f32[16,8]{0,1} copy(%table)
+  ROOT %out = (f32[8,16]{1,0}, f32[16,8]{0,1}) tuple(%relaid, %table_copy)
+}
+"""
+
+
+def test_kernel_relayouts_follow_the_data_not_the_sizes():
+    """The same-sized table's copy feeds another output, so the kernel's path leaves it out."""
+    found = kernel_relayouts(GRADIENT_PATH, (0,), {128})
+    assert [(r.name, r.relayouts) for r in found] == [
+        ("relaid", ("copy",)),
+        ("moved", ("transpose",)),
+    ]
+
+
+def test_a_parameter_relaid_on_the_way_to_an_output_counts():
+    """As an optimizer's moments are copied in and out of the gradient's layout."""
+    found = kernel_relayouts(GRADIENT_PATH, (1,), {128})
+    assert [(r.name, r.opcode) for r in found] == [("table_copy", "copy")]
+
+
+def test_kernel_relayouts_need_an_entry_root():
+    with pytest.raises(ValueError, match="No entry computation with a ROOT"):
+        kernel_relayouts("HloModule m", (0,), {1})

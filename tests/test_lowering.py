@@ -8,7 +8,7 @@ import pytest
 from snippets.barrier import pass_window, pin_diff, run_report, single_device_control
 from snippets.devices import TooFewDevicesError
 from snippets.hlo import transpose_of_dot_sites
-from snippets.lowering import StepConfig, build_step, lower_step
+from snippets.lowering import StepConfig, build_step, every_mode_and_variant, lower_step
 
 BASE = StepConfig()
 DIMS = BASE.kernel_dims
@@ -140,3 +140,49 @@ def test_bad_configurations_are_rejected(changes, message):
 def test_more_devices_than_exist_is_rejected(device_count):
     with pytest.raises(TooFewDevicesError, match=f"{2 * device_count} devices are needed"):
         build_step(dataclasses.replace(BASE, devices=2 * device_count, batch=2 * device_count))
+
+
+@pytest.fixture(scope="module")
+def fsdp_runs():
+    """The barrier report of every (mode x variant) on the data x fsdp mesh."""
+    return {
+        (config.mode, config.variant): run_report(lower_step(config))
+        for config in every_mode_and_variant(dataclasses.replace(BASE, mesh="dp_fsdp"))
+    }
+
+
+def test_fsdp_explicit_ev_relays_its_gradient_found_by_data_flow(fsdp_runs):
+    run = fsdp_runs[("explicit", "EV")]
+    assert run["gradient_relayouts"] >= 1
+    assert any("transpose" in op for op in run["gradient_relayout_ops"])
+
+
+@pytest.mark.parametrize("mode", ["explicit", "auto"])
+@pytest.mark.parametrize("variant", ["VE", "kernel-order-grad"])
+def test_fsdp_fixes_relay_no_gradient(fsdp_runs, mode, variant):
+    assert fsdp_runs[(mode, variant)]["gradient_relayouts"] == 0
+
+
+@pytest.mark.parametrize("mode", ["explicit", "auto"])
+def test_fsdp_auto_axes_relays_as_auto_ev_does_on_cpu(fsdp_runs, mode):
+    """CPU partitions before it simplifies, so auto mode's own relayout stays (see the guide)."""
+    expected = fsdp_runs[("auto", "EV")]["gradient_relayouts"]
+    assert fsdp_runs[(mode, "auto-axes")]["gradient_relayouts"] == expected
+
+
+def test_the_optimizer_step_updates_and_reports_its_relayouts():
+    config = dataclasses.replace(BASE, mesh="dp_fsdp", optimizer="adam")
+    loss, params, opt_state = build_step(config)()
+    assert np.isfinite(float(loss))
+    assert params["head"]["kernel"][...].shape == DIMS
+    assert int(opt_state[0].count) == 1  # AdamW took one step
+    run = run_report(lower_step(config))
+    assert run["optimizer"] == "adam"
+    assert run["gradient_relayouts"] >= 1
+    ve = run_report(lower_step(dataclasses.replace(config, variant="VE")))
+    assert ve["gradient_relayouts"] == 0
+
+
+def test_an_unknown_optimizer_is_rejected():
+    with pytest.raises(ValueError, match="Unknown optimizer 'sgd'"):
+        StepConfig(optimizer="sgd")
