@@ -1,7 +1,6 @@
 """Device setup and the mesh helper, including each way to get them wrong."""
 
 import os
-import re
 import subprocess
 import sys
 
@@ -23,18 +22,16 @@ COUNT_FLAG = "--xla_force_host_platform_device_count"
 def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
     """Run ``code`` in a new interpreter, where JAX's backend has not started yet.
 
-    The device count this test process inherited is removed first, so that each
-    test decides it with ``env``.
+    conftest.py has removed this process's device count from the environment, so
+    ``env`` alone decides the new interpreter's.
     """
-    clean = {k: v for k, v in os.environ.items() if k != "JAX_NUM_CPU_DEVICES"}
-    clean["XLA_FLAGS"] = re.sub(rf"{COUNT_FLAG}=\d+", "", clean.get("XLA_FLAGS", ""))
     return subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         check=False,
         timeout=120,
-        env=clean | env,
+        env=os.environ | env,
     )
 
 
@@ -143,3 +140,8 @@ def test_mesh_larger_than_the_device_count_is_rejected(device_count):
 def test_mesh_names_must_match_the_shape():
     with pytest.raises(ValueError, match="same length"):
         make_mesh((2, 2), ("data",), "auto")
+
+
+def test_processes_the_tests_start_choose_their_own_count():
+    assert "JAX_NUM_CPU_DEVICES" not in os.environ
+    assert COUNT_FLAG not in os.environ.get("XLA_FLAGS", "")
