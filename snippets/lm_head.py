@@ -16,7 +16,7 @@ import dataclasses
 import json
 import numbers
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, Self
+from typing import Any, Self
 
 import jax
 import jax.numpy as jnp
@@ -249,7 +249,10 @@ def dense_general_linen(*args: Any, **kwargs: Any) -> nnx.bridge.ToLinen:
 
 
 class LMHeadConfig(BaseModel):
-    """The configuration of the output head: sizes, shard mode and the transposed-kernel flag.
+    """The configuration of the output head: sizes, tying and the transposed-kernel flag.
+
+    The shard mode is not the head's business: it belongs to the mesh
+    (``snippets.devices.make_mesh``), and the head behaves the same under both.
 
     Strict: ``True`` is not a size, ``64.0`` not an int, ``"yes"`` not a flag.
     """
@@ -258,7 +261,6 @@ class LMHeadConfig(BaseModel):
 
     emb_dim: PositiveInt
     vocab_size: PositiveInt
-    shard_mode: Literal["auto", "explicit"] = "auto"
     logits_via_embedding: bool = Field(
         False,
         description="Tie the head to the token embedding (attend on it) instead of an untied kernel.",

@@ -137,7 +137,6 @@ class TinyLM(nnx.Module):
         head_config = LMHeadConfig(
             emb_dim=config.emb,
             vocab_size=config.vocab,
-            shard_mode=config.mode,
             lm_head_kernel_transposed=config.variant == "VE",
         )
         self.head = build_output_head(head_config, rngs=rngs)

@@ -211,9 +211,10 @@ def test_config_rejects_a_transposed_kernel_on_a_tied_head():
     assert "lm_head_kernel_transposed=True requires logits_via_embedding=False" in str(error.value)
 
 
-def test_config_rejects_an_unknown_shard_mode():
+def test_config_has_no_shard_mode_of_its_own():
+    """The mesh carries the shard mode; a field nothing reads would only mislead."""
     with pytest.raises(ValidationError, match="shard_mode"):
-        LMHeadConfig(emb_dim=8, vocab_size=16, shard_mode="manual")
+        LMHeadConfig(emb_dim=8, vocab_size=16, shard_mode="explicit")
 
 
 def test_build_output_head_untied_and_tied():
