@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 from matplotlib.text import Text
 
 DPI = 150
@@ -206,23 +207,24 @@ def pass_window_figure(cpu_window: dict) -> DataFigure:
 
 def ratio_figure(rows: Sequence[dict]) -> DataFigure:
     """Step-time ratios to auto/EV, median with min-max whiskers, one bar per (mode, variant)."""
-    figure = _figure(3.6)
+    figure = _figure(1.4 + 0.4 * len(rows))
     ax = figure.add_subplot()
-    labels = [f"{r['mode']} {r['variant']}" for r in rows]
+    colors = {"explicit": "#1f77b4", "auto": "#ff7f0e"}
     medians = [r["ratio_to_auto_EV"] for r in rows]
     errors = [
         [m - r["ratio_min"] for m, r in zip(medians, rows, strict=True)],
         [r["ratio_max"] - m for m, r in zip(medians, rows, strict=True)],
     ]
-    colors = ["#1f77b4" if r["mode"] == "explicit" else "#ff7f0e" for r in rows]
     positions = range(len(rows))[::-1]  # first row on top, as in the table
-    ax.barh(positions, medians, xerr=errors, color=colors, capsize=3)
-    ax.set_yticks(list(positions), labels, fontsize=10)
+    ax.barh(positions, medians, xerr=errors, capsize=3, color=[colors[r["mode"]] for r in rows])
+    ax.set_yticks(list(positions), [r["variant"] for r in rows], fontsize=11)
     for y, median, row in zip(positions, medians, rows, strict=True):
-        ax.text(row["ratio_max"] + 0.02, y, f"{median:.3f}", va="center", fontsize=10)
+        ax.text(row["ratio_max"] + 0.03, y, f"{median:.3f}", va="center", fontsize=11)
     ax.axvline(1.0, color="0.3", linewidth=0.8, linestyle="--")
-    ax.set_xlim(0, max(r["ratio_max"] for r in rows) * 1.25)
-    ax.set_xlabel("step time / auto EV step time", fontsize=10)
-    ax.tick_params(axis="x", labelsize=10)
+    ax.set_xlim(0, max(r["ratio_max"] for r in rows) * 1.3)
+    ax.set_xlabel("step time / auto EV step time", fontsize=11)
+    ax.tick_params(axis="x", labelsize=11)
+    handles = [Patch(color=color, label=f"{mode} mode") for mode, color in colors.items()]
+    figure.legend(handles=handles, fontsize=11, loc="outside upper center", ncols=2, frameon=False)
     keys = ("mode", "variant", "ratio_to_auto_EV", "ratio_min", "ratio_max")
     return DataFigure(figure, [{key: row[key] for key in keys} for row in rows])

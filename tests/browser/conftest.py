@@ -1,0 +1,109 @@
+"""Fixtures for the browser test: a built site, a local web server and headless Chromium.
+
+These tests run only when named on the command line (``pytest tests/browser``, as
+``nox -s browser`` does): the default ``pytest`` run neither collects nor imports them,
+so it needs no browser. Chromium is Debian's (``apt-get install chromium``), driven by
+Playwright for Python; Playwright's own browser download is never used.
+
+``BROWSER_SITE=DIR`` checks an already built site instead of building one into
+``_build/browser-site``. Screenshots land in ``_build/browser-screenshots``.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+SITE = ROOT / "_build" / "browser-site"
+SCREENSHOTS = ROOT / "_build" / "browser-screenshots"
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+
+
+def _named_on_command_line(config: pytest.Config) -> bool:
+    """Whether an argument of this run points into ``tests/browser``."""
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return False
+    for argument in config.args:
+        path = (Path(config.invocation_params.dir) / argument.split("::")[0]).resolve()
+        if path == HERE or HERE in path.parents:
+            return True
+    return False
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Skip this folder (tests and doctest modules alike) unless the run names it."""
+    if not _named_on_command_line(config):
+        return True
+    return None
+
+
+@pytest.fixture(scope="session")
+def site() -> Path:
+    """The built HTML site: ``BROWSER_SITE`` if set, else a fresh ``-W`` build."""
+    if given := os.environ.get("BROWSER_SITE"):
+        return Path(given).resolve()
+    shutil.rmtree(SITE, ignore_errors=True)
+    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", ".", str(SITE)]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    return SITE
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def base_url(site: Path) -> Iterator[str]:
+    """The site served over http on a loopback port."""
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium, headless, through Playwright."""
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(
+            f"No Chromium at {CHROMIUM}: run `apt-get install -y chromium` (or set CHROMIUM)."
+        )
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="session")
+def screenshots() -> Path:
+    """A fresh folder for this run's screenshots."""
+    shutil.rmtree(SCREENSHOTS, ignore_errors=True)
+    SCREENSHOTS.mkdir(parents=True)
+    return SCREENSHOTS

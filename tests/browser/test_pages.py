@@ -1,0 +1,339 @@
+"""Every built page in headless Chromium, at 1280 and 390 px, light and dark, as a reader sees it.
+
+One pass visits each page and records what it finds; the tests below each assert one
+property over those records, so a failure names the page, the width and the problem.
+Screenshots of every page are saved under ``_build/browser-screenshots`` for a person
+to look at.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import re
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlparse
+
+import pytest
+
+from snippets.figures import png_metadata
+
+WIDTHS = (1280, 390)
+SCHEMES = ("light", "dark")
+MIN_FIGURE_TEXT_PX = 10.0
+RAW_MARKUP = (".. py:", ".. auto", "{glue", "{code-cell}", "{literalinclude}", "{eval-rst}", ":::")
+GUIDES = ("devices_and_meshes", "shard_mode_performance", "reduce_scatter", "checkpoints")
+
+KNOWN_CONSOLE_ERRORS: dict[str, str] = {}
+"""Console errors from the theme that this project cannot fix: message pattern -> upstream issue."""
+
+COLLECT = """
+async () => {
+  await document.fonts.ready;
+  await Promise.all([...document.images].map((img) => img.complete ? null :
+    new Promise((done) => { img.addEventListener("load", done); img.addEventListener("error", done); })));
+  const visible = (el) => el.offsetParent !== null;
+  const wideCode = (root) => [...root.querySelectorAll("pre")]
+    .filter((pre) => visible(pre) && pre.scrollWidth > pre.clientWidth + 1)
+    .map((pre) => pre.textContent.trim().split("\\n")[0].slice(0, 90));
+  const collapsed = wideCode(document);
+  document.querySelectorAll("details").forEach((d) => { d.open = true; });
+  const expanded = wideCode(document);
+  const main = document.querySelector("article.bd-article") || document.body;
+  return {
+    url: location.href,
+    ids: [...document.querySelectorAll("[id]")].map((el) => el.id)
+      .concat([...document.querySelectorAll("a[name]")].map((a) => a.name)),
+    links: [...document.querySelectorAll("a[href]")].map((a) => a.href),
+    images: [...document.images].map((img) => ({
+      src: img.currentSrc || img.src, loaded: img.complete && img.naturalWidth > 0,
+      shown: img.clientWidth, natural: img.naturalWidth, alt: img.alt })),
+    pageWidth: document.documentElement.scrollWidth,
+    viewport: window.innerWidth,
+    wideCode: [...new Set(collapsed.concat(expanded))],
+    text: main.innerText,
+  };
+}
+"""
+
+
+@dataclasses.dataclass
+class Visit:
+    """What one page showed at one width and colour scheme."""
+
+    page: str
+    width: int
+    scheme: str
+    url: str = ""
+    ids: list[str] = dataclasses.field(default_factory=list)
+    links: list[str] = dataclasses.field(default_factory=list)
+    images: list[dict] = dataclasses.field(default_factory=list)
+    page_width: int = 0
+    wide_code: list[str] = dataclasses.field(default_factory=list)
+    text: str = ""
+    console_errors: list[str] = dataclasses.field(default_factory=list)
+    failed_responses: list[str] = dataclasses.field(default_factory=list)
+    offhost_requests: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def where(self) -> str:
+        return f"{self.page} at {self.width} px ({self.scheme})"
+
+
+def built_pages(site: Path) -> list[str]:
+    """Every HTML page of the site, as a path relative to its root."""
+    skip = ("_static/", "_sources/", "_images/")
+    return sorted(
+        p.relative_to(site).as_posix()
+        for p in site.rglob("*.html")
+        if not p.relative_to(site).as_posix().startswith(skip)
+    )
+
+
+def local_host(url: str) -> bool:
+    """Whether ``url`` stays on this machine (or is inline data)."""
+    parsed = urlparse(url)
+    return parsed.scheme in ("data", "blob", "about", "file") or parsed.hostname == "127.0.0.1"
+
+
+SCREENSHOT_PART_PX = 6000
+"""Full pages are saved in parts of this height: Chromium cannot capture very tall pages whole."""
+
+
+def save_screenshots(tab, folder: Path, page: str, full: bool) -> None:
+    """The whole page (or only the first screen), as ``NAME.png`` or ``NAME-1.png``, ``-2``, ..."""
+    folder.mkdir(parents=True, exist_ok=True)
+    name = page.replace("/", "__").removesuffix(".html")
+    if not full:
+        tab.screenshot(path=str(folder / f"{name}.png"))
+        return
+    width, height = tab.evaluate(
+        "() => [document.documentElement.clientWidth, document.documentElement.scrollHeight]"
+    )
+    parts = range(0, height, SCREENSHOT_PART_PX)
+    for number, top in enumerate(parts, start=1):
+        suffix = f"-{number}" if len(parts) > 1 else ""
+        clip = {"x": 0, "y": top, "width": width, "height": min(SCREENSHOT_PART_PX, height - top)}
+        tab.screenshot(path=str(folder / f"{name}{suffix}.png"), full_page=True, clip=clip)
+
+
+def visit(browser, base_url: str, page: str, width: int, scheme: str, screenshots: Path) -> Visit:
+    """Load ``page`` in a fresh context, record everything, save a screenshot."""
+    record = Visit(page, width, scheme)
+    context = browser.new_context(
+        viewport={"width": width, "height": 900}, color_scheme=scheme, device_scale_factor=1
+    )
+
+    def route(request_route):
+        url = request_route.request.url
+        if local_host(url):
+            request_route.continue_()
+        else:
+            record.offhost_requests.append(url)
+            request_route.abort()
+
+    context.route("**/*", route)
+    tab = context.new_page()
+    tab.on("console", lambda m: m.type == "error" and record.console_errors.append(m.text))
+    tab.on("pageerror", lambda e: record.console_errors.append(f"uncaught: {e}"))
+    tab.on(
+        "response",
+        lambda r: r.status >= 400 and record.failed_responses.append(f"{r.status} {r.url}"),
+    )
+    tab.goto(f"{base_url}/{page}", wait_until="load")
+    save_screenshots(tab, screenshots / f"{width}-{scheme}", page, full=scheme == "light")
+    found = tab.evaluate(COLLECT)
+    record.url, record.ids, record.links = found["url"], found["ids"], found["links"]
+    record.images, record.page_width = found["images"], found["pageWidth"]
+    record.wide_code, record.text = found["wideCode"], found["text"]
+    context.close()
+    return record
+
+
+@pytest.fixture(scope="session")
+def visits(site, base_url, browser, screenshots) -> list[Visit]:
+    """Every page at both widths in light mode, and at 1280 px in dark mode."""
+    plan = [(page, width, "light") for page in built_pages(site) for width in WIDTHS]
+    plan += [(page, 1280, "dark") for page in built_pages(site) if not page.startswith("_modules")]
+    return [visit(browser, base_url, *step, screenshots) for step in plan]
+
+
+def report(problems: list[str]) -> str:
+    return "\n".join(problems[:60]) + (
+        f"\n... and {len(problems) - 60} more" if len(problems) > 60 else ""
+    )
+
+
+def test_the_site_has_the_expected_pages(site):
+    pages = built_pages(site)
+    for page in ["docs/index.html", "docs/reference.html", "docs/run_it_yourself.html"]:
+        assert page in pages
+    for guide in GUIDES:
+        assert f"guides/{guide}.html" in pages
+
+
+def test_no_request_leaves_the_host(visits):
+    problems = [f"{v.where}: requested {url}" for v in visits for url in v.offhost_requests]
+    assert not problems, report(problems)
+
+
+def test_no_console_errors_and_no_failed_requests(visits):
+    problems = []
+    for v in visits:
+        for message in v.console_errors + v.failed_responses:
+            if not any(re.search(pattern, message) for pattern in KNOWN_CONSOLE_ERRORS):
+                problems.append(f"{v.where}: {message}")
+    assert not problems, report(problems)
+
+
+def test_every_link_and_anchor_resolves(visits, site):
+    ids = {urlparse(v.url).path: set(v.ids) for v in visits}
+    problems = []
+    for v in visits:
+        if v.width != WIDTHS[0] or v.scheme != "light":
+            continue
+        for link in v.links:
+            parsed = urlparse(link)
+            if parsed.scheme in ("javascript", "mailto") or not local_host(link):
+                continue
+            path = unquote(parsed.path)
+            target = site / path.lstrip("/")
+            if path.endswith("/"):
+                target = target / "index.html"
+            if not target.is_file():
+                problems.append(f"{v.where}: link to missing {path}")
+            elif (
+                parsed.fragment
+                and path.endswith(".html")
+                and unquote(parsed.fragment) not in ids.get(path, set())
+            ):
+                problems.append(f"{v.where}: anchor #{parsed.fragment} not on {path}")
+    assert not problems, report(problems)
+
+
+def test_every_image_loads_and_has_alt_text(visits):
+    problems = [
+        f"{v.where}: image {i['src']} {'has no alt text' if i['loaded'] else 'did not load'}"
+        for v in visits
+        for i in v.images
+        if not i["loaded"] or ("/_images/" in i["src"] and not i["alt"].strip())
+    ]
+    assert not problems, report(problems)
+
+
+def test_no_page_is_wider_than_the_screen(visits):
+    problems = [
+        f"{v.where}: page is {v.page_width} px wide" for v in visits if v.page_width > v.width
+    ]
+    assert not problems, report(problems)
+
+
+def test_no_code_block_scrolls_sideways_at_1280(visits):
+    problems = [
+        f"{v.where}: code block scrolls sideways: {first_line!r}"
+        for v in visits
+        if v.width == 1280 and not v.page.startswith("_modules")
+        for first_line in v.wide_code
+    ]
+    assert not problems, report(problems)
+
+
+def test_no_raw_markup(visits):
+    problems = [
+        f"{v.where}: shows raw markup {marker!r}"
+        for v in visits
+        for marker in RAW_MARKUP
+        if v.scheme == "light" and marker in v.text
+    ]
+    assert not problems, report(problems)
+
+
+def test_figure_text_is_at_least_10_px_on_a_phone(visits, site):
+    checked, problems = 0, []
+    for v in visits:
+        if v.width != 390:
+            continue
+        for image in v.images:
+            path = site / unquote(urlparse(image["src"]).path).lstrip("/")
+            if path.suffix != ".png" or not path.is_file():
+                continue
+            try:
+                meta = png_metadata(path.read_bytes())
+            except ValueError:
+                continue  # not a figure drawn by snippets.figures
+            px = meta["min_font_pt"] / 72 * meta["dpi"] * image["shown"] / image["natural"]
+            checked += 1
+            if px < MIN_FIGURE_TEXT_PX:
+                problems.append(f"{v.where}: {path.name} text is {px:.1f} px")
+    assert checked >= 3, "expected the three glued figures"
+    assert not problems, report(problems)
+
+
+def test_search_finds_the_shard_mode_guide_with_page_text_excerpts(browser, base_url):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    tab = context.new_page()
+    tab.goto(f"{base_url}/search.html?q=Sharding")
+    tab.wait_for_function(
+        "() => /finished/i.test(document.querySelector('.search-summary')?.textContent || '')",
+        timeout=30_000,
+    )
+    tab.wait_for_function(
+        "() => [...document.querySelectorAll('#search-results li.kind-text')].every("
+        "(li) => li.querySelector('p.context'))",
+        timeout=30_000,
+    )
+    results = tab.eval_on_selector_all(
+        "#search-results li.kind-text",
+        "items => items.map(li => ({href: li.querySelector('a').href,"
+        " excerpt: (li.querySelector('p.context') || {}).textContent || ''}))",
+    )
+    context.close()
+    assert any(
+        r["href"].split("#")[0].endswith("guides/shard_mode_performance.html") for r in results
+    )
+    for r in results:
+        assert "System Settings" not in r["excerpt"], f"theme words in the excerpt of {r['href']}"
+        assert r["excerpt"].strip(), f"empty excerpt for {r['href']}"
+
+
+def test_each_guide_links_its_executed_notebook(visits, site):
+    for guide in GUIDES:
+        (v,) = [
+            v
+            for v in visits
+            if v.page == f"guides/{guide}.html" and v.width == 1280 and v.scheme == "light"
+        ]
+        notebooks = [link for link in v.links if urlparse(link).path.endswith(".ipynb")]
+        assert notebooks, f"{v.where}: no .ipynb link"
+        path = site / unquote(urlparse(urljoin(v.url, notebooks[0])).path).lstrip("/")
+        notebook = json.loads(path.read_text())
+        outputs = [
+            o for c in notebook["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])
+        ]
+        assert outputs, f"{path.name} has no outputs"
+        # The page's figures are the notebook's: the same PNG bytes, from the same execution.
+        pngs = {
+            o["data"]["image/png"].replace("\n", "")
+            for o in outputs
+            if "image/png" in o.get("data", {})
+        }
+        for image in v.images:
+            image_path = site / unquote(urlparse(image["src"]).path).lstrip("/")
+            if "/_images/" in image["src"] and image_path.suffix == ".png":
+                encoded = base64.b64encode(image_path.read_bytes()).decode()
+                assert encoded in pngs, f"{v.where}: figure {image_path.name} is not in {path.name}"
+
+
+def test_the_site_opens_from_file_urls(browser, site):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    tab = context.new_page()
+    errors: list[str] = []
+    tab.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    tab.goto((site / "index.html").as_uri())
+    tab.wait_for_url("**/docs/index.html")
+    tab.goto((site / "guides" / "shard_mode_performance.html").as_uri())
+    loaded = tab.evaluate("() => [...document.images].every(i => i.complete && i.naturalWidth > 0)")
+    context.close()
+    assert loaded
+    assert not [e for e in errors if not any(re.search(p, e) for p in KNOWN_CONSOLE_ERRORS)], errors
