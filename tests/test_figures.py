@@ -1,0 +1,101 @@
+"""Figures come from the same execution as the numbers beside them, and the page shows that one.
+
+The guides glue a :class:`snippets.figures.DataFigure` whose PNG carries the numbers it
+draws. These tests read the notebooks executed by this run's one site build: the
+step-time figure must carry exactly the ratios of the timing table in the same
+notebook, and every page must show the very PNGs its notebook holds.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from snippets.figures import MIN_FONT_PT, png_metadata
+from tests.guide_runner import guide_paths
+
+GUIDES = Path(__file__).resolve().parent.parent / "guides"
+
+
+def glued_figures(notebook: nbformat.NotebookNode) -> dict[str, bytes]:
+    """Every glued PNG in ``notebook``, by glue name."""
+    figures = {}
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
+            data = output.get("data", {})
+            if name and "image/png" in data:
+                figures[name] = base64.b64decode(data["image/png"])
+    return figures
+
+
+def markdown_tables(notebook: nbformat.NotebookNode) -> list[list[dict[str, str]]]:
+    """Every Markdown table in the cell outputs, as rows of ``{column title: cell}``."""
+    tables = []
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            text = output.get("data", {}).get("text/markdown", "")
+            lines = [line for line in text.splitlines() if line.startswith("|")]
+            if len(lines) < 3:
+                continue
+            split = [[c.strip() for c in line.strip("|").split("|")] for line in lines]
+            tables.append([dict(zip(split[0], row, strict=True)) for row in split[2:]])
+    return tables
+
+
+def executed(built_site, name: str) -> nbformat.NotebookNode:
+    return nbformat.read(built_site.executed_notebook(GUIDES / f"{name}.md"), as_version=4)
+
+
+def test_step_time_figure_draws_the_table_beside_it(built_site):
+    notebook = executed(built_site, "shard_mode_performance")
+    drawn = png_metadata(glued_figures(notebook)["step_time_ratios"])["data"]
+    (table,) = [t for t in markdown_tables(notebook) if "ratio to auto EV [min, max]" in t[0]]
+    assert [(r["mode"], r["variant"]) for r in table] == [(d["mode"], d["variant"]) for d in drawn]
+    for row, bar in zip(table, drawn, strict=True):
+        expected = f"{bar['ratio_to_auto_EV']:.3f} [{bar['ratio_min']:.3f}, {bar['ratio_max']:.3f}]"
+        assert row["ratio to auto EV [min, max]"] == expected, f"{row} is not the bar {bar}"
+
+
+def test_pass_window_figure_draws_the_printed_window(built_site):
+    notebook = executed(built_site, "shard_mode_performance")
+    drawn = png_metadata(glued_figures(notebook)["pass_window"])["data"]["cpu"]
+    printed = [
+        output["data"]["text/plain"]
+        for cell in notebook.cells
+        if cell.source.startswith("from snippets.barrier import pass_window")
+        for output in cell.outputs
+        if output.get("output_type") == "execute_result"
+    ]
+    assert printed, "the window cell printed nothing"
+    for key in ("first_spmd_partitioner", "first_algsimp"):
+        assert re.search(rf"'{key}': {drawn[key]}\b", printed[0]), (key, printed[0])
+
+
+class _Images(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sources: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "img":
+            self.sources.append(dict(attrs).get("src", ""))
+
+
+@pytest.mark.parametrize("guide", guide_paths(), ids=lambda p: p.stem)
+def test_each_page_shows_its_notebooks_figures(built_site, guide):
+    notebook = nbformat.read(built_site.executed_notebook(guide), as_version=4)
+    figures = glued_figures(notebook)
+    page = built_site.html / "guides" / f"{guide.stem}.html"
+    parser = _Images()
+    parser.feed(page.read_text())
+    shown = {(page.parent / src).resolve().read_bytes() for src in parser.sources if src}
+    for name, png in figures.items():
+        meta = png_metadata(png)
+        assert meta["min_font_pt"] >= MIN_FONT_PT, f"{guide.stem}: {name} has small text"
+        assert png in shown, f"{guide.stem}: the page does not show the executed {name!r}"
