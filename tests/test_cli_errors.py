@@ -5,8 +5,11 @@ import subprocess
 import sys
 
 import pytest
+from pydantic import ValidationError
 
 from snippets import barrier, bench, devices, lm_head, lowering, reduce_scatter
+from snippets.cli import largest_fitting, one_line
+from snippets.lm_head import LMHeadConfig
 
 HUGE = "1000000000"
 
@@ -139,3 +142,17 @@ def test_python_dash_m_lowering_help():
     assert result.returncode == 0
     assert result.stdout.startswith("usage:")
     assert "--show {stablehlo,hlo,compiled}" in result.stdout
+
+
+def test_a_pydantic_error_becomes_one_line_per_field():
+    with pytest.raises(ValidationError) as error:
+        LMHeadConfig(emb_dim=True, vocab_size=-1)
+    assert one_line(error.value) == (
+        "emb_dim: Input should be a valid integer (got True); "
+        "vocab_size: Input should be greater than 0 (got -1)"
+    )
+
+
+def test_largest_fitting_finds_the_last_size_that_fits():
+    assert largest_fitting(lambda n: 0 if n <= 7 else 2**62) == 7
+    assert largest_fitting(lambda n: 2**62) == 0
