@@ -200,10 +200,10 @@ def test_step_config_rejects_sizes_and_types(changes, error, message):
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"ranks": 0}, "ranks must be a whole number of at least 1, got 0"),
-        ({"ranks": 3}, "emb 512 does not divide over 3 ranks"),
+        ({"shards": (0,)}, "shards must be a whole number of at least 1, got 0"),
+        ({"shards": (3,)}, "emb 512 does not divide over 3 shards"),
         ({"embs": (0,)}, "emb must be a whole number of at least 1, got 0"),
-        ({"itemsize": 0}, "itemsize must be a whole number of at least 1, got 0"),
+        ({"dtypes": ("f31",)}, "Unknown dtype 'f31'; use an HLO name such as bf16 or f32"),
     ],
 )
 def test_threshold_table_rejects_bad_counts(kwargs, message):

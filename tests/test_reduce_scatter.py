@@ -1,15 +1,26 @@
 """The executed 2x2 walkthrough, its N-rank generalisation and the byte counts."""
 
+import json
+
+import jax
 import numpy as np
 import pytest
 
 from snippets.devices import TooFewDevicesError
 from snippets.reduce_scatter import (
+    FUSION_THRESHOLD_BYTES,
     cpu_weight_gradient_collectives,
+    lm_head_gradient_finish,
     lm_head_threshold_table,
+    main,
     schedule,
     schedule_bytes_per_rank,
+    threshold_grid,
     walkthrough,
+)
+
+on_cpu = pytest.mark.skipif(
+    jax.default_backend() != "cpu", reason="states what XLA:CPU compiles; other backends differ"
 )
 
 
@@ -55,6 +66,13 @@ def test_n_ranks_on_random_integers_match_numpy_and_bytes_agree(ranks):
     assert (
         report["hlo_bytes_per_rank"]["all_reduce"] == 2 * report["bytes_per_rank"]["reduce_scatter"]
     )
+    assert np.array_equal(np.array(report["explicit_mode"]["resharded"]), expected)
+    assert report["explicit_mode"]["compiled_collectives"]["shard_map_psum_scatter"] == {
+        "reduce-scatter": 1,
+        "all-reduce": 0,
+        "all-gather": 0,
+        "dynamic-slice": 0,
+    }
 
 
 def test_schedule_sends_each_owner_its_rows():
@@ -83,10 +101,146 @@ def test_more_ranks_than_devices_is_rejected(device_count):
         walkthrough(ranks, np.ones((ranks, ranks), np.float32), np.ones((ranks, 2), np.float32))
 
 
-def test_lm_head_threshold_table():
-    table = lm_head_threshold_table((512, 1024, 2048, 4096), ranks=4)
-    assert [row["per_shard_bytes"] for row in table] == [512, 1024, 2048, 4096]
-    assert [row["at_or_below_threshold"] for row in table] == [True, False, False, False]
+def test_explicit_mode_gives_the_lessons_partials_and_rows(seed):
+    explicit = seed["explicit_mode"]
+    assert explicit["unreduced_partials"] == seed["partials"]
+    assert explicit["unreduced_type"] == "float32[2,2]{U:k}"
+    assert explicit["resharded"] == [[19, 22], [43, 50]]
+    assert explicit["resharded_type"] == "float32[2@k,2]"
+
+
+def test_explicit_mode_compiled_collectives(seed):
+    compiled = seed["explicit_mode"]["compiled_collectives"]
+    assert set(compiled) == {
+        "dot_unreduced",
+        "dot_unreduced_then_reshard",
+        "dot_out_sharding_rows",
+        "shard_map_psum_scatter",
+    }
+    assert compiled["dot_unreduced"] == dict.fromkeys(compiled["dot_unreduced"], 0)
+    assert compiled["shard_map_psum_scatter"]["reduce-scatter"] == 1
+    assert compiled["shard_map_psum_scatter"]["all-reduce"] == 0
+
+
+@on_cpu
+def test_cpu_compiles_the_explicit_finishes_to_all_reduce_and_slice(seed):
+    compiled = seed["explicit_mode"]["compiled_collectives"]
+    for form in ("dot_unreduced_then_reshard", "dot_out_sharding_rows"):
+        assert compiled[form] == {
+            "reduce-scatter": 0,
+            "all-reduce": 1,
+            "all-gather": 0,
+            "dynamic-slice": 1,
+        }
+
+
+def test_cli_json_has_explicit_mode(capsys):
+    main(["--ranks", "2", "--json"])
+    explicit = json.loads(capsys.readouterr().out)["explicit_mode"]
+    assert explicit["unreduced_partials"] == [[[5, 6], [15, 18]], [[14, 16], [28, 32]]]
+    assert explicit["resharded"] == [[19, 22], [43, 50]]
+    assert explicit["compiled_collectives"]["shard_map_psum_scatter"]["reduce-scatter"] == 1
+
+
+def test_threshold_rule_is_per_shard_bytes_at_least_512():
+    rows = lm_head_threshold_table()
+    assert len(rows) == 4 * 2 * 3
+    for row in rows:
+        assert set(row) == {"emb", "dtype", "shards", "per_shard_bytes", "fuses"}
+        itemsize = {"bf16": 2, "f32": 4}[row["dtype"]]
+        assert row["per_shard_bytes"] == row["emb"] // row["shards"] * itemsize
+        assert row["fuses"] == (row["per_shard_bytes"] >= FUSION_THRESHOLD_BYTES)
+
+
+def test_threshold_at_four_shards():
+    fuses = {
+        (row["dtype"], row["emb"]): row["fuses"] for row in lm_head_threshold_table(shards=(4,))
+    }
+    assert fuses == {
+        ("bf16", 512): False,
+        ("bf16", 1024): True,  # 256 elements x 2 B: exactly the boundary
+        ("bf16", 2048): True,
+        ("bf16", 4096): True,
+        ("f32", 512): True,  # 128 elements x 4 B: exactly the boundary
+        ("f32", 1024): True,
+        ("f32", 2048): True,
+        ("f32", 4096): True,
+    }
+
+
+def test_threshold_grid_marks_the_boundary():
+    grid = threshold_grid(lm_head_threshold_table(dtypes=("bf16",), shards=(4,)))
+    assert [line["4 shards"] for line in grid] == [
+        "256 B, **no**",
+        "512 B, fuses (boundary)",
+        "1024 B, fuses",
+        "2048 B, fuses",
+    ]
+
+
+def test_cli_threshold_json(capsys):
+    main(["--threshold", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["threshold_bytes"] == 512
+    rows = {(r["emb"], r["dtype"], r["shards"]): r for r in report["rows"]}
+    assert not rows[(512, "bf16", 4)]["fuses"]
+    assert rows[(2048, "bf16", 4)]["fuses"]
+    assert rows[(4096, "bf16", 4)]["fuses"]
+    assert all(r["fuses"] == (r["per_shard_bytes"] >= 512) for r in report["rows"])
+
+
+def test_cli_cost_model_json(capsys):
+    main(["--cost-model", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["bandwidth_bytes_per_s"] == 9e10
+    assert "jax-ml/scaling-book" in report["bandwidth_source"]
+    assert "a model" in report["model"]
+    by_case = {}
+    for row in report["rows"]:
+        assert {"collective", "bytes_per_rank", "predicted_us"} <= set(row)
+        by_case.setdefault((row["emb"], row["dtype"]), {})[row["collective"]] = row
+    assert set(by_case) == {(512, "bf16"), (512, "f32"), (4096, "bf16"), (4096, "f32")}
+    for pair in by_case.values():
+        rs, ar = pair["reduce-scatter"], pair["all-reduce + dynamic-slice"]
+        assert ar["bytes_per_rank"] == 2 * rs["bytes_per_rank"]
+        assert ar["predicted_us"] > rs["predicted_us"]
+
+
+def test_cli_modes_are_exclusive(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--threshold", "--cost-model"])
+    assert exit_info.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: argument --cost-model: not allowed with argument --threshold")
+
+
+@pytest.fixture(scope="module", params=["dp", "dp_fsdp"])
+def finish(request):
+    return lm_head_gradient_finish(request.param)
+
+
+def test_lm_head_gradient_is_sharded_only_under_fsdp(finish):
+    assert finish["kernel"] == [64, 256]
+    if finish["mesh"] == "dp":
+        assert finish["mesh_axes"] == {"data": 4}
+        assert finish["gradient_per_rank"] == [64, 256]
+        assert not finish["gradient_sharded"]
+        assert finish["finish"] == "all-reduce"
+        assert finish["gradient_shard_slices"] == 0
+        assert [c["kind"] for c in finish["collectives"]] == ["all-reduce"]
+    else:
+        assert finish["mesh_axes"] == {"data": 2, "fsdp": 2}
+        assert finish["gradient_per_rank"] == [32, 256]
+        assert finish["gradient_sharded"]
+        assert "all-gather" in [c["kind"] for c in finish["collectives"]]
+
+
+@on_cpu
+def test_cpu_finishes_the_fsdp_gradient_with_all_reduce_and_slice(finish):
+    expected = {"dp": "all-reduce", "dp_fsdp": "all-reduce + dynamic-slice"}
+    assert finish["finish"] == expected[finish["mesh"]]
+    assert (finish["gradient_shard_slices"] > 0) == (finish["mesh"] == "dp_fsdp")
+    assert "reduce-scatter" not in [c["kind"] for c in finish["collectives"]]
 
 
 def test_cpu_never_forms_a_reduce_scatter_from_all_reduce_and_slice():

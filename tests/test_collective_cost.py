@@ -1,0 +1,159 @@
+"""The TPU cost model of a gradient's finish; the CPU measurement's structure, never its times."""
+
+import json
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from snippets.collective_cost import (
+    TPU_V5P,
+    cost_table_rows,
+    finish_cost,
+    finish_functions,
+    lm_head_gradient_costs,
+    main,
+    predict,
+    ring_hops,
+    time_finishes,
+    verdict,
+)
+from snippets.devices import make_mesh
+
+
+@pytest.mark.parametrize("ranks", [2, 4, 8])
+def test_ring_bytes_and_hops(ranks):
+    tensor = 8 * 1024
+    rs, ar = predict("reduce-scatter", tensor, ranks), predict("all-reduce", tensor, ranks)
+    assert rs["bytes_per_rank"] == tensor * (ranks - 1) // ranks
+    assert ar["bytes_per_rank"] == 2 * rs["bytes_per_rank"]
+    assert (rs["hops"], ar["hops"]) == (ranks - 1, 2 * (ranks - 1))
+    assert rs["transfer_us"] == pytest.approx(1e6 * rs["bytes_per_rank"] / 9e10)
+    assert ar["latency_us"] == pytest.approx(2 * (ranks - 1))
+
+
+def test_the_source_sizes():
+    rows = {(r["emb"], r["dtype"], r["collective"]): r for r in lm_head_gradient_costs()}
+    rs = rows[(512, "bf16", "reduce-scatter")]
+    assert rs["gradient_bytes"] == 32000 * 512 * 2
+    assert rs["bytes_per_rank"] == 32000 * 512 * 2 * 3 // 4
+    assert rs["predicted_us"] == pytest.approx(3 + 1e6 * 24_576_000 / 9e10)
+    assert rs["slice_us"] == 0
+    ar = rows[(512, "bf16", "all-reduce + dynamic-slice")]
+    assert ar["slice_us"] == pytest.approx(1e6 * 2 * 32000 * 512 * 2 / 4 / 2765e9)
+    assert ar["predicted_us"] == pytest.approx(
+        ar["latency_us"] + ar["transfer_us"] + ar["slice_us"]
+    )
+    assert ar["ratio_to_reduce_scatter"] == pytest.approx(ar["predicted_us"] / rs["predicted_us"])
+    assert len(rows) == 2 * 2 * 2
+
+
+def test_cost_table_rows_format_the_numbers():
+    (row,) = cost_table_rows(lm_head_gradient_costs(embs=(512,), dtypes=("bf16",))[:1])
+    assert row["bytes_per_rank"] == "24,576,000"
+    assert row["ratio_to_reduce_scatter"] == "1.00"
+
+
+def test_every_model_number_is_the_one_its_source_quotes():
+    link = re.search(r"(\d+e\d+) bytes/s", TPU_V5P.link_source)
+    assert float(link[1]) == TPU_V5P.link_bytes_per_s
+    latency = re.search(r"about (\d+) us per hop", TPU_V5P.latency_source)
+    assert float(latency[1]) * 1e-6 == TPU_V5P.hop_latency_s
+    memory = re.search(r"(\d+) GBps", TPU_V5P.memory_source)
+    assert float(memory[1]) * 1e9 == TPU_V5P.memory_bytes_per_s
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: ring_hops("all-to-all", 4), "Unknown collective 'all-to-all'"),
+        (lambda: finish_cost("psum", 8, 2), "Unknown finish 'psum'"),
+        (lambda: finish_cost("reduce-scatter", 8, 1), "at least 2 ranks"),
+        (lambda: finish_cost("reduce-scatter", 9, 2), "divides evenly"),
+        (lambda: lm_head_gradient_costs(dtypes=("f31",)), "Unknown dtype 'f31'"),
+        (lambda: time_finishes((2, 8), rows=12, cols=2, repeats=1), "rows 12 do not divide"),
+    ],
+)
+def test_bad_input_is_rejected(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_the_timed_collectives_compute_the_finish():
+    mesh = make_mesh((2,), ("k",), "explicit")
+    partials = jax.device_put(
+        jnp.arange(16.0).reshape(4, 4), NamedSharding(mesh, P("k"))
+    )  # rank r's partial is rows 2r, 2r+1
+    finishes = finish_functions(2)
+    total = np.arange(16.0).reshape(2, 2, 4).sum(axis=0)
+    assert np.array_equal(np.asarray(finishes["all-reduce"](partials)), total)
+    assert np.array_equal(np.asarray(finishes["reduce-scatter"](partials)), total)
+    shards = [np.asarray(s.data) for s in finishes["reduce-scatter"](partials).addressable_shards]
+    assert [s.shape for s in shards] == [(1, 4), (1, 4)]
+
+
+def test_measurement_structure():
+    report = time_finishes((2, 4), rows=8, cols=4, repeats=3)
+    assert report["partial_bytes"] == 8 * 4 * 4
+    assert {(t["ranks"], t["collective"]) for t in report["timings"]} == {
+        (n, kind) for n in (2, 4) for kind in ("reduce-scatter", "all-reduce")
+    }
+    for t in report["timings"]:
+        assert 0 < t["min_ms"] <= t["median_ms"] <= t["max_ms"]
+    for r in report["ratios"]:
+        assert r["model_bytes_ratio"] == 2.0
+        assert r["ratio_min"] <= r["ratio_median"] <= r["ratio_max"]
+        assert r["agrees_with_model"] == (r["ratio_min"] <= 2.0 <= r["ratio_max"])
+        assert r["measurable"] == (not r["ratio_min"] <= 1.0 <= r["ratio_max"])
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "words"),
+    [
+        (0.9, 1.4, "no measurable difference"),
+        (1.5, 2.5, "consistent with the model's 2x"),
+        (1.1, 1.6, "below the model's 2x"),
+        (2.2, 3.0, "above the model's 2x"),
+    ],
+)
+def test_verdict(low, high, words):
+    ratio = {
+        "ranks": 8,
+        "ratio_median": (low + high) / 2,
+        "ratio_min": low,
+        "ratio_max": high,
+        "model_bytes_ratio": 2.0,
+        "agrees_with_model": low <= 2.0 <= high,
+        "measurable": not low <= 1.0 <= high,
+    }
+    assert verdict(ratio).startswith(f"at 8 ranks, {words}")
+
+
+def test_cli_json(capsys):
+    main(["--ranks", "2", "4", "--rows", "8", "--cols", "2", "--repeats", "2", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert [r["ranks"] for r in report["ratios"]] == [2, 4]
+    assert report["repeats"] == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--ranks", "0"], ["argument --ranks", "at least 1"]),
+        (["--rows", "6", "--ranks", "4"], ["rows 6 do not divide over 4 ranks"]),
+        (["--rows", "1000000000", "--cols", "1000000"], ["needs about", "GiB"]),
+    ],
+)
+def test_cli_bad_input_is_one_error_line(argv, words, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    (line,) = captured.err.splitlines()
+    assert line.startswith("error: ")
+    for word in words:
+        assert word in line
