@@ -3,7 +3,8 @@
 ``python -m snippets.bench [--full] [--json] [--devices N]``: the quick setting
 runs in seconds (the docs build uses it); ``--full`` is the published table's
 setting (512 tokens, emb 512, vocab 32000). Medians with min and max, and
-ratios to auto/EV from the same run. Simulated CPU devices share the host's
+ratios to auto/EV from the same run: each round's time over auto/EV's time in
+that round, with their median and range. Simulated CPU devices share the host's
 cores, so CPU timings show the cost of the extra relayout work, not TPU speed.
 """
 
@@ -38,21 +39,39 @@ def bench(base: StepConfig, repeats: int, warmup: int = 2) -> list[dict]:
             start = time.perf_counter()
             jax.block_until_ready(step())
             times[key].append(time.perf_counter() - start)
-    baseline = statistics.median(times[("auto", "EV")])
-    return [
-        {
-            "mode": mode,
-            "variant": variant,
-            "median_ms": 1e3 * statistics.median(samples),
-            "min_ms": 1e3 * min(samples),
-            "max_ms": 1e3 * max(samples),
-            "ratio_to_auto_EV": statistics.median(samples) / baseline,
-            "ratio_min": min(samples) / baseline,
-            "ratio_max": max(samples) / baseline,
-            "repeats": len(samples),
-        }
-        for (mode, variant), samples in times.items()
-    ]
+    baseline = times[("auto", "EV")]
+    rows = []
+    for (mode, variant), samples in times.items():
+        ratios = [t / b for t, b in zip(samples, baseline, strict=True)]  # same round, paired
+        rows.append(
+            {
+                "mode": mode,
+                "variant": variant,
+                "median_ms": 1e3 * statistics.median(samples),
+                "min_ms": 1e3 * min(samples),
+                "max_ms": 1e3 * max(samples),
+                "ratio_to_auto_EV": statistics.median(ratios),
+                "ratio_min": min(ratios),
+                "ratio_max": max(ratios),
+                "repeats": len(samples),
+            }
+        )
+    return rows
+
+
+def verdict(row: dict) -> str:
+    """What a timing row's ratio range supports: a direction only when it excludes 1.0.
+
+    >>> verdict({"ratio_min": 0.9, "ratio_max": 1.1})
+    'no measurable difference'
+    >>> verdict({"ratio_min": 0.5, "ratio_max": 0.8})
+    'faster than auto EV'
+    """
+    if row["ratio_max"] < 1:
+        return "faster than auto EV"
+    if row["ratio_min"] > 1:
+        return "slower than auto EV"
+    return "no measurable difference"
 
 
 TIMING_COLUMNS = {
@@ -61,6 +80,7 @@ TIMING_COLUMNS = {
     "median": "median (ms)",
     "range": "min - max (ms)",
     "ratio": "ratio to auto EV [min, max]",
+    "verdict": "verdict",
 }
 """Column titles for :func:`timing_rows`."""
 
@@ -74,6 +94,7 @@ def timing_rows(rows: Sequence[dict]) -> list[dict]:
             "median": f"{r['median_ms']:.2f}",
             "range": f"{r['min_ms']:.2f} - {r['max_ms']:.2f}",
             "ratio": f"{r['ratio_to_auto_EV']:.3f} [{r['ratio_min']:.3f}, {r['ratio_max']:.3f}]",
+            "verdict": verdict(r),
         }
         for r in rows
     ]
