@@ -1,7 +1,7 @@
 """Does the story hold on this JAX? The guides' key facts, measured on the installed release.
 
-``python -m snippets.version_check [--json]`` runs the barrier report, the 2x2
-reduce-scatter walkthrough and the LM-head orientation report, and keeps only
+``python -m snippets.version_check [--json]`` runs the barrier report, the causal
+control, the 2x2 reduce-scatter walkthrough and the LM-head orientation report, and keeps only
 the facts the guides' argument rests on. ``nox -s matrix`` runs it on several
 JAX releases and records the results for the site's version-matrix page. A
 check that fails on a release is recorded with its error instead of its facts.
@@ -54,6 +54,24 @@ def barrier_facts() -> dict:
     }
 
 
+def causal_control_facts() -> dict:
+    """The one-device control with sharding-remover off: is each gradient written in kernel order?"""
+    from snippets.causal_control import causal_control
+    from snippets.lowering import StepConfig
+
+    return {
+        "runs": [
+            {
+                "mode": row["mode"],
+                "variant": row["variant"],
+                "gradient_in_kernel_order": row["gradient_in_kernel_order"],
+                "gradient_transposes": row["gradient_transposes"],
+            }
+            for row in causal_control(StepConfig())
+        ]
+    }
+
+
 def reduce_scatter_facts() -> dict:
     """The lesson's 2x2 exchange: each rank's finished rows and the bytes each rank sends."""
     from snippets.reduce_scatter import walkthrough
@@ -75,6 +93,7 @@ def lm_head_facts() -> dict:
 
 CHECKS: dict[str, Callable[[], dict]] = {
     "barrier": barrier_facts,
+    "causal_control": causal_control_facts,
     "reduce_scatter": reduce_scatter_facts,
     "lm_head": lm_head_facts,
 }
@@ -100,9 +119,10 @@ def story_breaks(record: dict) -> list[str]:
     """What in one release's record contradicts the guides' argument (empty: the story holds).
 
     The argument: explicit mode leaves one barrier between the weight-gradient dot
-    and its transpose on the EV head, auto mode and every fix leave none; on CPU
-    the partitioner runs before the first simplifier pass; the 2x2 exchange gives
-    each rank its finished rows.
+    and its transpose on the EV head, auto mode and every fix leave none; with the
+    calls kept and the simplifier first (the causal control) only explicit/EV's
+    gradient stays transposed; on CPU the partitioner runs before the first
+    simplifier pass; the 2x2 exchange gives each rank its finished rows.
 
     >>> story_breaks({"error": "ImportError: no jax"})
     ['did not run: ImportError: no jax']
@@ -121,6 +141,13 @@ def story_breaks(record: dict) -> list[str]:
             breaks.append(
                 f"{run['mode']}/{run['variant']} has {run['barrier_sites']} barrier sites, "
                 f"the story says {expected}"
+            )
+    for run in record["results"].get("causal_control", {}).get("runs", []):
+        folds = (run["mode"], run["variant"]) != ("explicit", "EV")
+        if run["gradient_in_kernel_order"] != folds:
+            breaks.append(
+                f"causal control: {run['mode']}/{run['variant']} gradient in kernel order is "
+                f"{run['gradient_in_kernel_order']}, the story says {folds}"
             )
     if barrier.get("partitioner_first") is False:
         breaks.append("on CPU the simplifier now runs before the partitioner")

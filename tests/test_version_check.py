@@ -52,3 +52,15 @@ def test_a_release_that_did_not_run_gets_a_row_saying_why(record):
     run_row = next(row for row in rows if row["fact"] == "run")
     assert run_row["jax 0.9.0 (Python 3.11)"] == "failed: SyntaxError: x"
     assert story_breaks(failed) == ["did not run: SyntaxError: x"]
+
+
+def test_a_fold_in_explicit_mode_breaks_the_story(record):
+    runs = [
+        {"mode": mode, "variant": variant, "gradient_in_kernel_order": True}
+        for mode in ("explicit", "auto")
+        for variant in ("EV", "VE")
+    ]
+    record["results"]["causal_control"] = {"runs": runs}
+    assert story_breaks(record) == [
+        "causal control: explicit/EV gradient in kernel order is True, the story says False"
+    ]
