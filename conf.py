@@ -7,6 +7,9 @@ import tomllib
 from pathlib import Path
 from urllib.parse import urlparse
 
+import nbformat
+from jupyter_cache import get_cache
+
 project = "JAX sharding performance, executed"
 author = "The shard-perf-docs authors"
 copyright = "2026, the shard-perf-docs authors"
@@ -47,6 +50,8 @@ myst_heading_anchors = 3
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
+autodoc_class_signature = "separated"  # nnx.Module's metaclass hides __init__'s parameters
+autodoc_preserve_defaults = True  # defaults as written (jnp.float32), not their repr
 autodoc_default_options = {"members": True, "show-inheritance": True}
 
 html_theme = "sphinx_book_theme"
@@ -145,21 +150,40 @@ def _reexecute_guides_when_snippets_change(app, env, added, changed, removed):
     return outdated
 
 
+def _executed_notebook(app, pagename: str) -> str | None:
+    """The executed notebook a guide page was rendered from, outputs included, as JSON text.
+
+    myst-nb writes the page's notebook to ``jupyter_execute/`` beside the output directory,
+    but when the execution cache served the page that copy holds the inputs only; then the
+    outputs come from the same cache entry the page was rendered from.
+    """
+    path = Path(app.outdir).parent / "jupyter_execute" / f"{pagename}.ipynb"
+    if not path.is_file():
+        return None
+    notebook = nbformat.read(path, as_version=4)
+    if not any(cell.get("outputs") for cell in notebook.cells):
+        cache = get_cache(app.env.mystnb_config.execution_cache_path)
+        try:
+            _, notebook = cache.merge_match_into_notebook(notebook)
+        except KeyError:
+            return None
+    return nbformat.writes(notebook)
+
+
 def _link_executed_notebook(app, pagename, templatename, context, doctree):
     """Offer a guide's executed notebook in the page's download menu, beside the ``.md`` source.
 
-    myst-nb writes the notebook it rendered the page from (outputs included, from the same
-    execution or cache entry) to ``jupyter_execute/`` beside the output directory; it is copied
-    to ``_sources/`` and the book theme's download menu links it as ``.ipynb``.
+    The notebook is copied to ``_sources/`` and the book theme's download menu links it as
+    ``.ipynb``; a guide without an executed notebook gets no link (the browser test fails).
     """
-    notebook = Path(app.outdir).parent / "jupyter_execute" / f"{pagename}.ipynb"
     if app.builder.format != "html" or not pagename.startswith("guides/"):
         return
-    if not notebook.is_file():
+    notebook = _executed_notebook(app, pagename)
+    if notebook is None:
         return
     target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(notebook, target)
+    target.write_text(notebook, encoding="utf-8")
     context["ipynb_source"] = f"{pagename}.ipynb"
 
 

@@ -19,6 +19,8 @@ import pytest
 
 from snippets.figures import png_metadata
 
+ROOT = Path(__file__).resolve().parents[2]
+
 WIDTHS = (1280, 390)
 SCHEMES = ("light", "dark")
 MIN_FIGURE_TEXT_PX = 10.0
@@ -91,6 +93,12 @@ def built_pages(site: Path) -> list[str]:
     )
 
 
+def redirect_target(site: Path, page: str) -> str:
+    """Where a meta-refresh page sends the reader, relative to the site root ("" if nowhere)."""
+    match = re.search(r'http-equiv="refresh" content="0; url=([^"]+)"', (site / page).read_text())
+    return (Path(page).parent / match.group(1)).as_posix() if match else ""
+
+
 def local_host(url: str) -> bool:
     """Whether ``url`` stays on this machine (or is inline data)."""
     parsed = urlparse(url)
@@ -118,8 +126,13 @@ def save_screenshots(tab, folder: Path, page: str, full: bool) -> None:
         tab.screenshot(path=str(folder / f"{name}{suffix}.png"), full_page=True, clip=clip)
 
 
-def visit(browser, base_url: str, page: str, width: int, scheme: str, screenshots: Path) -> Visit:
-    """Load ``page`` in a fresh context, record everything, save a screenshot."""
+def visit(
+    browser, base_url: str, page: str, width: int, scheme: str, screenshots: Path, redirect: str
+) -> Visit:
+    """Load ``page`` in a fresh context, record everything, save a screenshot.
+
+    ``redirect`` is where a page that redirects should land ("" when it does not).
+    """
     record = Visit(page, width, scheme)
     context = browser.new_context(
         viewport={"width": width, "height": 900}, color_scheme=scheme, device_scale_factor=1
@@ -142,6 +155,9 @@ def visit(browser, base_url: str, page: str, width: int, scheme: str, screenshot
         lambda r: r.status >= 400 and record.failed_responses.append(f"{r.status} {r.url}"),
     )
     tab.goto(f"{base_url}/{page}", wait_until="load")
+    if redirect:  # the root index.html opens the landing page with a meta refresh
+        tab.wait_for_url(f"{base_url}/{redirect}")
+        tab.wait_for_load_state("load")
     save_screenshots(tab, screenshots / f"{width}-{scheme}", page, full=scheme == "light")
     found = tab.evaluate(COLLECT)
     record.url, record.ids, record.links = found["url"], found["ids"], found["links"]
@@ -156,7 +172,10 @@ def visits(site, base_url, browser, screenshots) -> list[Visit]:
     """Every page at both widths in light mode, and at 1280 px in dark mode."""
     plan = [(page, width, "light") for page in built_pages(site) for width in WIDTHS]
     plan += [(page, 1280, "dark") for page in built_pages(site) if not page.startswith("_modules")]
-    return [visit(browser, base_url, *step, screenshots) for step in plan]
+    return [
+        visit(browser, base_url, *step, screenshots, redirect_target(site, step[0]))
+        for step in plan
+    ]
 
 
 def report(problems: list[str]) -> str:
@@ -171,6 +190,13 @@ def test_the_site_has_the_expected_pages(site):
         assert page in pages
     for guide in GUIDES:
         assert f"guides/{guide}.html" in pages
+
+
+def test_the_reference_documents_every_snippet_module(site):
+    modules = sorted(p.stem for p in (ROOT / "snippets").glob("*.py") if p.stem != "__init__")
+    page = (site / "docs" / "reference.html").read_text()
+    missing = [name for name in modules if f'id="module-snippets.{name}"' not in page]
+    assert not missing, f"docs/reference.md has no automodule for {missing}"
 
 
 def test_no_request_leaves_the_host(visits):
