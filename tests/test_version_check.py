@@ -64,3 +64,9 @@ def test_a_fold_in_explicit_mode_breaks_the_story(record):
     assert story_breaks(record) == [
         "causal control: explicit/EV gradient in kernel order is True, the story says False"
     ]
+
+
+def test_a_release_without_unreduced_still_tells_the_story(record):
+    record["results"]["reduce_scatter_explicit_mode"] = {"error": "TypeError: unreduced"}
+    assert story_breaks(record) == []
+    assert flat_facts(record)["reduce_scatter_explicit_mode: error"] == "TypeError: unreduced"
