@@ -150,36 +150,56 @@ def _reexecute_guides_when_snippets_change(app, env, added, changed, removed):
     return outdated
 
 
-def _executed_notebook(app, pagename: str) -> str | None:
-    """The executed notebook a guide page was rendered from, outputs included, as JSON text.
+def _executed_notebook(app, docname: str) -> str | None:
+    """The executed notebook a guide page is rendered from, outputs included, as JSON text.
 
-    myst-nb writes the page's notebook to ``jupyter_execute/`` beside the output directory,
-    but when the execution cache served the page that copy holds the inputs only; then the
-    outputs come from the same cache entry the page was rendered from.
+    myst-nb writes the page's notebook to ``jupyter_execute/`` beside the output directory
+    while it reads the page, but with the inputs only when its execution cache served the
+    page, and that folder is shared by every build with the same parent directory. So the
+    outputs come from this build's execution cache, the entry the page was rendered from.
     """
-    path = Path(app.outdir).parent / "jupyter_execute" / f"{pagename}.ipynb"
+    path = Path(app.outdir).parent / "jupyter_execute" / f"{docname}.ipynb"
     if not path.is_file():
         return None
     notebook = nbformat.read(path, as_version=4)
-    if not any(cell.get("outputs") for cell in notebook.cells):
-        cache = get_cache(app.env.mystnb_config.execution_cache_path)
-        try:
-            _, notebook = cache.merge_match_into_notebook(notebook)
-        except KeyError:
+    try:
+        _, notebook = get_cache(
+            app.env.mystnb_config.execution_cache_path
+        ).merge_match_into_notebook(notebook)
+    except KeyError:
+        if not any(cell.get("outputs") for cell in notebook.cells):
             return None
     return nbformat.writes(notebook)
+
+
+def _keep_executed_notebook(app, doctree):
+    """Right after a guide is read (and executed or served from the cache), keep its notebook."""
+    docname = app.env.docname
+    if docname.startswith("guides/") and (notebook := _executed_notebook(app, docname)):
+        if not hasattr(app.env, "executed_notebooks"):
+            app.env.executed_notebooks = {}
+        app.env.executed_notebooks[docname] = notebook
+
+
+def _forget_executed_notebook(app, env, docname):
+    getattr(env, "executed_notebooks", {}).pop(docname, None)
+
+
+def _merge_executed_notebooks(app, env, docnames, other):
+    kept = getattr(other, "executed_notebooks", {})
+    env.executed_notebooks = getattr(env, "executed_notebooks", {}) | {
+        name: kept[name] for name in docnames if name in kept
+    }
 
 
 def _link_executed_notebook(app, pagename, templatename, context, doctree):
     """Offer a guide's executed notebook in the page's download menu, beside the ``.md`` source.
 
-    The notebook is copied to ``_sources/`` and the book theme's download menu links it as
+    The notebook is written to ``_sources/`` and the book theme's download menu links it as
     ``.ipynb``; a guide without an executed notebook gets no link (the browser test fails).
     """
-    if app.builder.format != "html" or not pagename.startswith("guides/"):
-        return
-    notebook = _executed_notebook(app, pagename)
-    if notebook is None:
+    notebook = getattr(app.env, "executed_notebooks", {}).get(pagename)
+    if app.builder.format != "html" or notebook is None:
         return
     target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -188,6 +208,9 @@ def _link_executed_notebook(app, pagename, templatename, context, doctree):
 
 
 def setup(app):
+    app.connect("doctree-read", _keep_executed_notebook)
+    app.connect("env-purge-doc", _forget_executed_notebook)
+    app.connect("env-merge-info", _merge_executed_notebooks)
     app.connect("html-page-context", _link_executed_notebook, priority=500)
     app.connect("build-finished", _write_root_redirect)
     app.connect("env-get-outdated", _reexecute_guides_when_snippets_change)
