@@ -157,7 +157,16 @@ def matrix(session: nox.Session) -> None:
     for release in MATRIX_RELEASES:
         venv = Path("_build/matrix") / f"jax-{release['jax']}"
         python = venv / "bin" / "python"
-        session.run(UV, "venv", "--quiet", "--python", release["python"], str(venv), external=True)
+        session.run(
+            UV,
+            "venv",
+            "--quiet",
+            "--allow-existing",
+            "--python",
+            release["python"],
+            str(venv),
+            external=True,
+        )
         session.run(
             *(UV, "pip", "install", "--quiet", "--python", str(python)),
             *(f"jax=={release['jax']}", f"jaxlib=={release['jax']}", f"flax=={release['flax']}"),
