@@ -199,6 +199,23 @@ def test_the_reference_documents_every_snippet_module(site):
     assert not missing, f"docs/reference.md has no automodule for {missing}"
 
 
+def test_the_landing_page_and_the_guides_index_name_every_guide(visits):
+    def text(page):
+        return next(v.text for v in visits if v.page == page and v.width == 1280)
+
+    titles = {
+        page: text(page).strip().splitlines()[0].strip().rstrip("#").strip()
+        for page in {v.page for v in visits}
+        if page.startswith("guides/") and page != "guides/index.html"
+    }
+    landing = " ".join(text("docs/index.html").split())
+    index = " ".join(text("guides/index.html").split())
+    missing = [title for title in titles.values() if title not in landing or title not in index]
+    assert not missing, (
+        f"not named on the landing page's Guides card or the guides index: {missing}"
+    )
+
+
 def test_no_request_leaves_the_host(visits):
     problems = [f"{v.where}: requested {url}" for v in visits for url in v.offhost_requests]
     assert not problems, report(problems)
