@@ -24,7 +24,8 @@ def install(session: nox.Session, *groups: str, project: bool = True) -> None:
     """Install exactly what ``uv.lock`` pins: the named groups, and this project unless told not.
 
     Without the project, only the groups are installed (``--only-group``), not its
-    dependencies.
+    dependencies. Bytecode is compiled at install: with ``PYTHONDONTWRITEBYTECODE``
+    set (as on CI machines), every process would otherwise recompile JAX on import.
 
     ``uv sync --locked`` fails instead of re-resolving when the lock is out of date
     with ``pyproject.toml`` (run ``uv lock`` after changing a pin), and removes
@@ -33,6 +34,7 @@ def install(session: nox.Session, *groups: str, project: bool = True) -> None:
     session.run_install(
         *("uv", "sync", "--locked", "--no-default-groups"),
         *(f"--{'group' if project else 'only-group'}={group}" for group in groups),
+        "--compile-bytecode",  # where PYTHONDONTWRITEBYTECODE is set, imports would recompile
         f"--python={session.virtualenv.location}",
         env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
         external=True,
