@@ -15,6 +15,8 @@ def test_guide_executes(built_site, guide):
     notebook = nbformat.read(built_site.executed_notebook(guide), as_version=4)
     code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
     assert code_cells, f"{guide.name} has no code cells"
+    executions = built_site.log.count(f"{guide.relative_to(guide.parents[1])}: Executing notebook")
+    assert executions == 1, f"{guide.name} executed {executions} times in the one site build"
     for index, cell in enumerate(code_cells):
         assert cell.execution_count is not None, f"{guide.name}: code cell {index} did not run"
         errors = [o for o in cell.outputs if o.get("output_type") == "error"]
