@@ -292,6 +292,18 @@ def test_no_raw_markup(visits):
     assert not problems, report(problems)
 
 
+def test_no_output_shows_a_temporary_path(visits):
+    pattern = re.compile(r"/tmp/|/var/folders/|\\Temp\\")
+    problems = [
+        f"{v.where}: shows a temporary path: {match.group(0)!r}"
+        for v in visits
+        if v.scheme == "light" and not v.page.startswith("_modules")
+        for match in [pattern.search(v.text)]
+        if match
+    ]
+    assert not problems, report(problems)
+
+
 def test_figure_text_is_at_least_10_px_on_a_phone(visits, site):
     checked, problems = 0, []
     for v in visits:
