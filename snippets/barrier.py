@@ -4,8 +4,8 @@
 prints, for each run, the ``Sharding`` custom calls, the weight-gradient
 transpose-of-dot sites and what stands in them, the transposes and relayout
 copies left after compilation, and the collectives; then the out_sharding pin
-check, the single-device control and this backend's pass order. It runs
-unchanged on a TPU VM.
+check, the single-device control, this backend's pass order and the causal
+control (``snippets.causal_control``). It runs unchanged on a TPU VM.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import difflib
 import json
 from collections.abc import Sequence
 
+from snippets.causal_control import causal_control
 from snippets.cli import Parser, reported
 from snippets.devices import describe_devices, setup_devices
 from snippets.hlo import (
@@ -209,6 +210,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         base = step_config(args, steps=2, optimizer=args.optimizer)
         setup_devices(base.devices)
         report = barrier_report(base)
+        report["causal_control"] = causal_control(dataclasses.replace(base, optimizer="none"))
     if args.json:
         print(json.dumps(report, indent=2))
         return
@@ -221,6 +223,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"{report['pin']['sharding_calls_from_pin']} Sharding calls from it"
     )
     print(f"single device (explicit): weight gradient folded = {report['single_device_folded']}")
+    for row in report["causal_control"]:
+        print(
+            f"causal control {row['mode']}/{row['variant']}: gradient in kernel order "
+            f"{row['gradient_in_kernel_order']}, {row['gradient_transposes']} transpose(s)"
+        )
     order = report["pass_order"]
     print(
         f"pass order: first spmd-partitioning at dump {order['first_spmd_partitioner']}, "

@@ -50,3 +50,8 @@ def test_every_card_links_to_a_page_that_exists(site, page):
 
 def test_landing_page_cards(site):
     assert len(card_links(site / "docs" / "index.html")) == 4
+
+
+def test_the_site_has_a_404_page(site):
+    page = (site / "404.html").read_text()
+    assert "404" in page
