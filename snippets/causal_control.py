@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 import tempfile
 from collections.abc import Sequence
@@ -36,7 +35,7 @@ from snippets.hlo import (
     site_excerpt,
     transpose_of_dot_sites,
 )
-from snippets.lowering import StepConfig, build_step, every_mode_and_variant
+from snippets.lowering import StepConfig, build_step, every_mode_and_variant, read_pass_dumps
 
 EXPECTED_CODEGEN_ERROR = "No registered implementation for untyped custom call to Sharding"
 """What XLA:CPU says when a ``Sharding`` call reaches code generation (the expected end here)."""
@@ -59,11 +58,7 @@ def _compile_with_sharding_calls(config: StepConfig) -> tuple[str, dict[str, str
             lowered.compile(compiler_options={**OPTIONS, "xla_dump_to": directory})
         except jax.errors.JaxRuntimeError as failure:
             error = str(failure)
-        dumps = {}
-        for name in os.listdir(directory):
-            if name.endswith(".txt"):
-                with open(os.path.join(directory, name)) as file:
-                    dumps[name] = file.read()
+        dumps = read_pass_dumps(directory)
     return hlo, dumps, error
 
 

@@ -282,21 +282,33 @@ def kernel_output_positions(lowered: jax.stages.Lowered) -> tuple[int, ...]:
     return tuple(i for i, path in enumerate(paths) if "['head']['kernel']" in path)
 
 
-def lower_step(config: StepConfig, dump_passes: bool = False) -> LoweredStep:
-    """Lower and compile the step; with ``dump_passes`` also return XLA's per-pass HLO dumps."""
-    lowered = build_step(config).lower()
+def read_pass_dumps(directory: str) -> dict[str, str]:
+    """The ``.txt`` files XLA wrote to ``directory`` (``xla_dump_to``), by name."""
+    dumps = {}
+    for name in os.listdir(directory):
+        if name.endswith(".txt"):
+            with open(os.path.join(directory, name)) as file:
+                dumps[name] = file.read()
+    return dumps
+
+
+def lower_built(step: Step, dump_passes: bool = False) -> LoweredStep:
+    """Lower and compile a built ``step``; with ``dump_passes`` also keep XLA's per-pass dumps."""
+    lowered = step.lower()
     dumps: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as directory:
         options = {"xla_dump_to": directory, "xla_dump_hlo_pass_re": ".*"} if dump_passes else None
         compiled = lowered.compile(compiler_options=options).as_text()
         if dump_passes:
-            for name in os.listdir(directory):
-                if name.endswith(".txt"):
-                    with open(os.path.join(directory, name)) as file:
-                        dumps[name] = file.read()
+            dumps = read_pass_dumps(directory)
     hlo = lowered.compiler_ir("hlo").as_hlo_text()
     positions = kernel_output_positions(lowered)
-    return LoweredStep(config, lowered.as_text(), hlo, compiled, dumps, positions)
+    return LoweredStep(step.config, lowered.as_text(), hlo, compiled, dumps, positions)
+
+
+def lower_step(config: StepConfig, dump_passes: bool = False) -> LoweredStep:
+    """Build, lower and compile the step for ``config`` (see :func:`lower_built`)."""
+    return lower_built(build_step(config), dump_passes)
 
 
 SIZE_FIELDS = ("devices", "emb", "vocab", "batch", "seq")

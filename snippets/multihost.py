@@ -69,16 +69,13 @@ def check_port(port: int) -> None:
 def step_records(devices: int) -> list[dict]:
     """Lower, compile and run the step in each shard mode on the global ``devices``-device mesh."""
     from snippets.barrier import run_report
-    from snippets.lowering import LoweredStep, StepConfig, build_step, kernel_output_positions
+    from snippets.lowering import StepConfig, build_step, lower_built
 
     records = []
     for mode in MODES:
-        config = StepConfig(mode=mode, devices=devices)
-        step = build_step(config)
-        lowered = step.lower()
-        hlo, compiled = lowered.compiler_ir("hlo").as_hlo_text(), lowered.compile().as_text()
-        positions = kernel_output_positions(lowered)
-        report = run_report(LoweredStep(config, lowered.as_text(), hlo, compiled, {}, positions))
+        step = build_step(StepConfig(mode=mode, devices=devices))
+        lowered = lower_built(step)
+        report = run_report(lowered)
         loss, _ = step()
         records.append(
             {
@@ -86,7 +83,7 @@ def step_records(devices: int) -> list[dict]:
                 "sharding_calls": report["sharding_calls"],
                 "barrier_sites": report["barrier_sites"],
                 "collectives": sorted(c["kind"] for c in report["collectives"]),
-                "compiled_hlo": compiled,
+                "compiled_hlo": lowered.compiled,
                 "loss": float(loss),
             }
         )

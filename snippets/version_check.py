@@ -88,9 +88,16 @@ def explicit_mode_facts() -> dict:
 
     Not part of the story's checks: it needs a JAX with ``unreduced`` (0.12).
     """
-    from snippets.reduce_scatter import walkthrough
+    from snippets.reduce_scatter import (
+        SEED_A,
+        SEED_B,
+        contraction_mesh,
+        explicit_mode,
+        split_contraction,
+    )
 
-    report = walkthrough(ranks=2)["explicit_mode"]
+    mesh = contraction_mesh(2)
+    report = explicit_mode(*split_contraction(SEED_A, SEED_B, mesh), mesh)
     return {key: report[key] for key in ("resharded", "compiled_collectives")}
 
 
