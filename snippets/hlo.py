@@ -22,6 +22,7 @@ DTYPE_BYTES = {
 
 _ARRAY_SHAPE = re.compile(r"(?P<dtype>[a-z]\w*)\[(?P<dims>[\d,]*)\]")
 _HEADER = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?=[(a-z])")
+_COMMENT = re.compile(r"/\*.*?\*/")  # XLA numbers long operand lists: /*index=5*/%name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +65,8 @@ def parse_instruction(line: str) -> Instruction | None:
 
     >>> parse_instruction("  ROOT %t = f32[4,2]{1,0} transpose(f32[2,4]{1,0} %d), dimensions={1,0}")
     Instruction(name='t', shape='f32[4,2]{1,0}', opcode='transpose', operands=('d',), attributes=', dimensions={1,0}')
+    >>> parse_instruction("ROOT t = (f32[], f32[]) tuple(a, /*index=1*/%b)").operands
+    ('a', 'b')
     """
     header = _HEADER.match(line)
     if header is None:
@@ -78,7 +81,10 @@ def parse_instruction(line: str) -> Instruction | None:
     if not paren:
         return None
     end = _balanced("(" + rest, 0) - 1
-    operands = tuple(part.split()[-1].lstrip("%") for part in _split_top_level(rest[: end - 1]))
+    operands = tuple(
+        _COMMENT.sub("", part).split()[-1].lstrip("%")
+        for part in _split_top_level(rest[: end - 1])
+    )
     return Instruction(header["name"], shape, opcode.strip(), operands, rest[end:])
 
 
@@ -230,6 +236,13 @@ class TransposeSite:
     dot: str
     between: tuple[str, ...]
     kind: str
+    dot_shape: str = ""
+    op_name: str | None = None
+    """The dot's ``metadata={op_name=...}``: JAX's name stack for the op that made it."""
+    source: str | None = None
+    """``file:line`` of the Python call that made the dot, when the text has stack frames."""
+    output: int | None = None
+    """Which element of the entry computation's result the transpose's value reaches, if any."""
 
 
 def _walk_back(
@@ -278,6 +291,7 @@ def transpose_of_dot_sites(
     ``between`` defeats the fold.
     """
     by_name = {inst.name: inst for inst in instructions(hlo_text)}
+    frames = source_locations(hlo_text)
     sites = []
     for inst in by_name.values():
         if inst.opcode != "transpose" or not _has_dims(inst, dims):
@@ -292,8 +306,150 @@ def transpose_of_dot_sites(
             else "foldable" if not between
             else "other"
         )  # fmt: skip
-        sites.append(TransposeSite(inst.name, inst.shape, origin.name, tuple(between), kind))
-    return sites
+        frame = re.search(r"stack_frame_id=(\d+)", origin.attributes)
+        sites.append(
+            TransposeSite(
+                inst.name, inst.shape, origin.name, tuple(between), kind,
+                dot_shape=origin.shape,
+                op_name=op_name(origin),
+                source=frames.get(int(frame[1])) if frame else None,
+            )  # fmt: skip
+        )
+    reached = outputs_reached(hlo_text, [site.transpose for site in sites])
+    return [dataclasses.replace(site, output=reached[site.transpose]) for site in sites]
+
+
+def op_name(inst: Instruction) -> str | None:
+    """The ``op_name`` of an instruction's metadata, if it has one.
+
+    >>> op_name(parse_instruction('d = f32[2] dot(a, b), metadata={op_name="jit(f)/dot_general"}'))
+    'jit(f)/dot_general'
+    """
+    match = re.search(r'op_name="([^"]*)"', inst.attributes)
+    return match[1] if match else None
+
+
+_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+
+
+def source_locations(hlo_text: str) -> dict[int, str]:
+    """``file:line`` of each stack frame, read from the tables XLA prints above a module with metadata.
+
+    ``lowered.as_text(dialect="hlo", debug_info=True)`` writes them; an instruction's
+    ``stack_frame_id`` names its innermost frame (the Python line that made it).
+    Text without the tables gives ``{}``.
+    """
+    tables: dict[str, dict[int, str]] = {}
+    current = None
+    for line in hlo_text.splitlines():
+        if line.strip() in _TABLES:
+            current = tables.setdefault(line.strip(), {})
+        elif current is not None and (entry := re.match(r"^(\d+) (.*)$", line)):
+            current[int(entry[1])] = entry[2]
+        else:
+            current = None
+    files = {key: value.strip('"') for key, value in tables.get("FileNames", {}).items()}
+    places = {}
+    for key, value in tables.get("FileLocations", {}).items():
+        fields = dict(re.findall(r"(\w+)=(\d+)", value))
+        places[key] = f"{files.get(int(fields['file_name_id']), '?')}:{fields['line']}"
+    return {
+        key: places.get(int(dict(re.findall(r"(\w+)=(\d+)", value))["file_location_id"]), "?")
+        for key, value in tables.get("StackFrames", {}).items()
+    }
+
+
+_CARRIES = {"bitcast", "copy", "reshape", "convert", "transpose", "add", "custom-call", "all-reduce"}
+"""Ops that pass a value on whole (same element count) on its way to the module's result."""
+
+
+def _tuple_index(inst: Instruction) -> int:
+    return int(re.search(r"index=(\d+)", inst.attributes)[1])
+
+
+def _elements(inst: Instruction) -> int:
+    shapes = array_shapes(inst.shape)
+    return math.prod(shapes[0][1]) if len(shapes) == 1 else -1
+
+
+def outputs_reached(hlo_text: str, names: list[str]) -> dict[str, int | None]:
+    """For each named instruction, the element of the entry's result its value reaches, else None.
+
+    Follows the value forward through ops that pass it on whole (``_CARRIES``),
+    into a ``dynamic-update-slice`` as its update (a scan stacking per-layer
+    gradients), through the ``call`` computations and ``while`` bodies and the
+    tuples that carry it, to the entry computation's root. A weight gradient
+    reaches its parameter's output; an activation gradient reaches none.
+    """
+    comps, entry, _ = computations(hlo_text)
+    by_name, owner, users, roots = {}, {}, {}, {}
+    for comp, insts in comps.items():
+        for inst in insts:
+            by_name[inst.name], owner[inst.name] = inst, comp
+            for index, operand in enumerate(inst.operands):
+                users.setdefault(operand, []).append((inst, index))
+    for line in hlo_text.splitlines():
+        if line.lstrip().startswith("ROOT ") and (inst := parse_instruction(line)) is not None:
+            roots[owner[inst.name]] = inst.name
+    loops = {
+        body[1]: inst
+        for inst in by_name.values()
+        if inst.opcode == "while" and (body := re.search(r"\bbody=%?([\w.\-]+)", inst.attributes))
+    }
+
+    def selected(tuple_value: str, index: int) -> list[str]:
+        return [
+            user.name
+            for user, _ in users.get(tuple_value, [])
+            if user.opcode == "get-tuple-element" and _tuple_index(user) == index
+        ]
+
+    def onward(name: str) -> list[str | int]:
+        """Where the value of ``name`` goes next: instructions, or an entry output's index."""
+        inst, found = by_name[name], []
+        if roots.get(owner[name]) == name and owner[name] == entry:
+            found.append(0)
+        for user, index in users.get(name, []):
+            comp = owner[user.name]
+            if user.opcode == "tuple" and roots.get(comp) == user.name:
+                if comp == entry:
+                    found.append(index)
+                elif comp in loops:
+                    found += selected(loops[comp].name, index)
+            elif user.opcode in ("tuple", "all-reduce") and len(user.operands) > 1:
+                found += selected(user.name, index)
+            elif (
+                (user.opcode == "dynamic-update-slice" and index == 1)
+                or (user.opcode == "call" and passes_through(user, index))
+                or (user.opcode in _CARRIES and _elements(user) == _elements(inst))
+            ):
+                found.append(user.name)
+        return found
+
+    def passes_through(call: Instruction, index: int) -> bool:
+        """Whether operand ``index`` of ``call`` reaches its computation's root."""
+        callee = re.search(r"to_apply=%?([\w.\-]+)", call.attributes)[1]
+        starts = [
+            p.name for p in comps.get(callee, []) if p.opcode == "parameter" and p.operands == (str(index),)
+        ]
+        return roots.get(callee) in walk(starts, within=callee)
+
+    def walk(starts: list[str], within: str | None = None) -> set[str | int]:
+        pending, seen = list(starts), set()
+        while pending:
+            name = pending.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            if isinstance(name, str) and (within is None or owner[name] == within):
+                pending += onward(name)
+        return seen
+
+    def reached(name: str) -> int | None:
+        outputs = sorted(item for item in walk([name]) if isinstance(item, int))
+        return outputs[0] if outputs else None
+
+    return {name: reached(name) for name in names}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -313,7 +469,8 @@ def relayouts(hlo_text: str, dims: tuple[int, ...] | None = None) -> list[Relayo
     ]
 
 
-_COMPUTATION = re.compile(r"^\s*(?:ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*\(.*\{\s*$")
+_COMPUTATION = re.compile(r"^\s*(?:ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(?:\(.*)?\{\s*$")
+"""A computation's header: ``%name (params) -> shape {``, or ``name {`` as metadata printing writes it."""
 _CALLS = re.compile(r"(?:calls|to_apply)=%?([\w.\-]+)")
 _ORIGINS = ("dot", "convolution", "parameter")
 
