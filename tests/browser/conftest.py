@@ -39,6 +39,23 @@ CHROMIUM_ARGS = [
 ]
 
 
+PAGE_LENGTHS = pytest.StashKey[dict]()
+EXTERNAL_LINKS = pytest.StashKey[dict]()
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """Print each page's length and its external links, as the tests measured them."""
+    if lengths := config.stash.get(PAGE_LENGTHS, None):
+        terminalreporter.section("page lengths (words outside collapsed dropdowns; 390x844 screens)")
+        for page, length in sorted(lengths.items()):
+            terminalreporter.line(f"{length['words']:6d} words {length['phone_screens']:5.1f} screens  {page}")
+    if links := config.stash.get(EXTERNAL_LINKS, None):
+        terminalreporter.section("external links per page")
+        for page, urls in sorted(links.items()):
+            for url in urls:
+                terminalreporter.line(f"{page}: {url}")
+
+
 def _named_on_command_line(config: pytest.Config) -> bool:
     """Whether an argument of this run points into ``tests/browser``."""
     if config.args_source != pytest.Config.ArgsSource.ARGS:
