@@ -152,16 +152,32 @@ def save_screenshots(tab, folder: Path, page: str, full: bool) -> None:
         tab.screenshot(path=str(folder / f"{name}{suffix}.png"), full_page=True, clip=clip)
 
 
-def visit(
-    browser, base_url: str, page: str, width: int, scheme: str, screenshots: Path, redirect: str
-) -> Visit:
-    """Load ``page`` in a fresh context, record everything, save a screenshot.
+def visit(tab, base_url: str, page: str, record: Visit, screenshots: Path, redirect: str) -> None:
+    """Load ``page`` in ``tab``, fill ``record`` with what it shows, save a screenshot.
 
-    ``redirect`` is where a page that redirects should land ("" when it does not).
+    ``redirect`` is where a page that redirects should land ("" when it does not). Guides and
+    other content pages are saved whole in light mode; the rest as their first screen.
     """
-    record = Visit(page, width, scheme)
+    tab.goto(f"{base_url}/{page}", wait_until="load")
+    if redirect:  # the root index.html opens the landing page with a meta refresh
+        tab.wait_for_url(f"{base_url}/{redirect}")
+        tab.wait_for_load_state("load")
+    whole = record.scheme == "light" and page.startswith(("guides/", "docs/"))
+    save_screenshots(tab, screenshots / f"{record.width}-{record.scheme}", page, full=whole)
+    found = tab.evaluate(COLLECT)
+    record.url, record.ids, record.links = found["url"], found["ids"], found["links"]
+    record.images, record.page_width = found["images"], found["pageWidth"]
+    record.wide_code, record.text = found["wideCode"], found["text"]
+    record.words, record.height, record.tables = found["words"], found["height"], found["tables"]
+
+
+def visit_all(browser, base_url, pages, width, scheme, screenshots, site) -> list[Visit]:
+    """Every page in one tab of one browser context at this width and colour scheme."""
+    records: list[Visit] = []
     context = browser.new_context(
-        viewport={"width": width, "height": HEIGHTS[width]}, color_scheme=scheme, device_scale_factor=1
+        viewport={"width": width, "height": HEIGHTS[width]},
+        color_scheme=scheme,
+        device_scale_factor=1,
     )
 
     def route(request_route):
@@ -169,40 +185,34 @@ def visit(
         if local_host(url):
             request_route.continue_()
         else:
-            record.offhost_requests.append(url)
+            records[-1].offhost_requests.append(url)
             request_route.abort()
 
     context.route("**/*", route)
     tab = context.new_page()
-    tab.on("console", lambda m: m.type == "error" and record.console_errors.append(m.text))
-    tab.on("pageerror", lambda e: record.console_errors.append(f"uncaught: {e}"))
+    tab.on("console", lambda m: m.type == "error" and records[-1].console_errors.append(m.text))
+    tab.on("pageerror", lambda e: records[-1].console_errors.append(f"uncaught: {e}"))
     tab.on(
         "response",
-        lambda r: r.status >= 400 and record.failed_responses.append(f"{r.status} {r.url}"),
+        lambda r: r.status >= 400 and records[-1].failed_responses.append(f"{r.status} {r.url}"),
     )
-    tab.goto(f"{base_url}/{page}", wait_until="load")
-    if redirect:  # the root index.html opens the landing page with a meta refresh
-        tab.wait_for_url(f"{base_url}/{redirect}")
-        tab.wait_for_load_state("load")
-    save_screenshots(tab, screenshots / f"{width}-{scheme}", page, full=scheme == "light")
-    found = tab.evaluate(COLLECT)
-    record.url, record.ids, record.links = found["url"], found["ids"], found["links"]
-    record.images, record.page_width = found["images"], found["pageWidth"]
-    record.wide_code, record.text = found["wideCode"], found["text"]
-    record.words, record.height, record.tables = found["words"], found["height"], found["tables"]
+    for page in pages:
+        records.append(Visit(page, width, scheme))
+        visit(tab, base_url, page, records[-1], screenshots, redirect_target(site, page))
     context.close()
-    return record
+    return records
 
 
 @pytest.fixture(scope="session")
 def visits(site, base_url, browser, screenshots) -> list[Visit]:
     """Every page at both widths in light mode, and at 1280 px in dark mode."""
-    plan = [(page, width, "light") for page in built_pages(site) for width in WIDTHS]
-    plan += [(page, 1280, "dark") for page in built_pages(site) if not page.startswith("_modules")]
-    return [
-        visit(browser, base_url, *step, screenshots, redirect_target(site, step[0]))
-        for step in plan
-    ]
+    pages = built_pages(site)
+    records = []
+    for width in WIDTHS:
+        records += visit_all(browser, base_url, pages, width, "light", screenshots, site)
+    content = [page for page in pages if not page.startswith("_modules")]
+    records += visit_all(browser, base_url, content, 1280, "dark", screenshots, site)
+    return records
 
 
 def report(problems: list[str]) -> str:
