@@ -13,7 +13,11 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import os
+import sys
 from collections.abc import Sequence
+
+import jax
 
 from snippets.causal_control import causal_control
 from snippets.cli import Parser, reported
@@ -28,6 +32,7 @@ from snippets.hlo import (
     sharding_call_count,
     transpose_of_dot_sites,
 )
+from snippets.hlo import TransposeSite
 from snippets.lowering import (
     OPTIMIZERS,
     LoweredStep,
@@ -192,6 +197,70 @@ def format_table(report: dict) -> str:
         for r in report["runs"]
     ]
     return "\n".join([header, *rows])
+
+
+@dataclasses.dataclass(frozen=True)
+class FoundSite:
+    """A transpose-of-dot site of a lowered program: shapes, what stands between, where it came from.
+
+    ``output`` is the path, in the step's outputs, of the value the transpose
+    feeds (a parameter's gradient; ``"result"`` for a single output), or ``None``;
+    ``source`` is the Python line that made the dot, relative to its package.
+    """
+
+    dot: str
+    transpose: str
+    between: tuple[str, ...]
+    output: str | None
+    op_name: str | None
+    source: str | None
+
+    @property
+    def blocked(self) -> bool:
+        """Whether anything stands between the dot and the transpose (the fold cannot fire)."""
+        return bool(self.between)
+
+    def __str__(self) -> str:
+        chain = " -> ".join(["dot " + self.dot, *self.between, "transpose " + self.transpose])
+        return f"{chain}  {self.output or '(no output)'}  {self.source or ''}".rstrip()
+
+
+def _shape(shape: str) -> str:
+    """An HLO shape without its layout: ``f32[2,3]{1,0}`` -> ``f32[2,3]``."""
+    return shape.split("{")[0]
+
+
+def short_path(location: str) -> str:
+    """``location`` (``file:line``) relative to the ``sys.path`` entry that holds it, else its file name."""
+    path, _, line = location.rpartition(":")
+    roots = [os.path.abspath(root) for root in sys.path if root and os.path.isdir(root)]
+    holding = [root for root in roots if path.startswith(root + os.sep)]
+    short = os.path.relpath(path, max(holding, key=len)) if holding else os.path.basename(path)
+    return f"{short}:{line}"
+
+
+def find_barriers(lowered: jax.stages.Lowered) -> list[FoundSite]:
+    """Every transpose-of-dot site in ``lowered``'s HLO before optimisation, with what stands between.
+
+    XLA's algebraic simplifier folds ``transpose(dot(a, b))`` into ``dot(b, a)`` only
+    when nothing stands between; a site whose ``between`` lists a ``Sharding`` call is
+    a fold that explicit mode blocks. Works on any ``jax.jit(...).lower(...)``.
+    """
+    hlo = lowered.as_text(dialect="hlo", debug_info=True)
+    leaves = jax.tree_util.tree_flatten_with_path(lowered.out_info)[0]
+    paths = [jax.tree_util.keystr(path) for path, _ in leaves]
+    return [_found(site, paths) for site in transpose_of_dot_sites(hlo)]
+
+
+def _found(site: TransposeSite, paths: list[str]) -> FoundSite:
+    return FoundSite(
+        dot=_shape(site.dot_shape),
+        transpose=_shape(site.shape),
+        between=site.between,
+        output=(paths[site.output] or "result") if site.output is not None else None,
+        op_name=site.op_name,
+        source=short_path(site.source) if site.source else None,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

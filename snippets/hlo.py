@@ -271,6 +271,17 @@ def _walk_back(
     return chain, current
 
 
+def value_source(
+    inst: Instruction, by_name: dict[str, Instruction]
+) -> tuple[list[Instruction], Instruction | None]:
+    """The pass-through ops (``Sharding`` calls included) behind ``inst``'s operand, and what made the value.
+
+    The chain is nearest first; the producer is ``None`` when the value comes from
+    outside the instructions given.
+    """
+    return _walk_back(inst, by_name)
+
+
 def _has_dims(inst: Instruction, dims: tuple[int, ...] | None) -> bool:
     """Whether ``inst``'s first array has exactly the sizes ``dims``, in any order (``None``: any)."""
     shapes = array_shapes(inst.shape)

@@ -1,0 +1,157 @@
+"""find_barriers and the site details it rests on, on hand-written HLO and on lowered programs."""
+
+import inspect
+import sys
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from snippets.barrier import FoundSite, find_barriers, short_path
+from snippets.hlo import outputs_reached, source_locations, transpose_of_dot_sites
+from snippets.lowering import StepConfig, build_step
+
+WITH_METADATA = """
+HloModule jit_step, entry_computation_layout={(f32[2,3]{1,0}, f32[3,4]{1,0})->(f32[4,2]{0,1}, f32[4,2]{1,0})}
+
+FileNames
+1 "/somewhere/site-packages/model/layers.py"
+
+FunctionNames
+1 "Dense.__call__"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=42 end_line=42 column=4 end_column=20}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=1}
+
+
+ENTRY main.1 {
+  a = f32[2,3]{1,0} parameter(0), metadata={op_name="a"}
+  b = f32[3,4]{1,0} parameter(1), metadata={op_name="b"}
+  d1 = f32[2,4]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="jit(step)/dot_general" stack_frame_id=1}
+  t1 = f32[4,2]{0,1} transpose(d1), dimensions={1,0}
+  d2 = f32[2,4]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  s2 = f32[2,4]{1,0} custom-call(d2), custom_call_target="Sharding", sharding={replicated}
+  t2 = f32[4,2]{0,1} transpose(s2), dimensions={1,0}
+  c2 = f32[4,2]{1,0} copy(t2)
+  d3 = f32[2,4]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  t3 = f32[4,2]{0,1} transpose(d3), dimensions={1,0}
+  m3 = f32[4,2]{0,1} multiply(t3, t3)
+  ROOT out = (f32[4,2]{0,1}, /*index=1*/f32[4,2]{1,0}) tuple(t1, /*index=1*/c2)
+}
+"""
+
+LOOP = """
+HloModule jit_scan, entry_computation_layout={(f32[3,2]{1,0})->f32[2,2,3]{2,1,0}}
+
+update {
+  stack = f32[2,2,3]{2,1,0} parameter(0)
+  slice = f32[2,3]{1,0} parameter(1)
+  i = s32[] parameter(2)
+  r = f32[1,2,3]{2,1,0} reshape(slice)
+  z = s32[] constant(0)
+  ROOT dus = f32[2,2,3]{2,1,0} dynamic-update-slice(stack, r, i, z, z)
+}
+
+body {
+  carry = (s32[], f32[2,2,3]{2,1,0}, f32[3,2]{1,0}) parameter(0)
+  i = s32[] get-tuple-element(carry), index=0
+  stack = f32[2,2,3]{2,1,0} get-tuple-element(carry), index=1
+  w = f32[3,2]{1,0} get-tuple-element(carry), index=2
+  d = f32[3,2]{1,0} dot(w, w), lhs_contracting_dims={}, rhs_contracting_dims={}
+  t = f32[2,3]{0,1} transpose(d), dimensions={1,0}
+  stacked = f32[2,2,3]{2,1,0} call(stack, t, i), to_apply=update
+  unrelated = f32[2,2,3]{2,1,0} call(stack, stack, i), to_apply=update
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  ROOT carry_out = (s32[], f32[2,2,3]{2,1,0}, f32[3,2]{1,0}) tuple(next, stacked, w)
+}
+
+cond {
+  carry = (s32[], f32[2,2,3]{2,1,0}, f32[3,2]{1,0}) parameter(0)
+  i = s32[] get-tuple-element(carry), index=0
+  two = s32[] constant(2)
+  ROOT lt = pred[] compare(i, two), direction=LT
+}
+
+ENTRY main {
+  w = f32[3,2]{1,0} parameter(0)
+  zero = s32[] constant(0)
+  init = f32[2,2,3]{2,1,0} broadcast(), dimensions={}
+  loop = (s32[], f32[2,2,3]{2,1,0}, f32[3,2]{1,0}) tuple(zero, init, w)
+  result = (s32[], f32[2,2,3]{2,1,0}, f32[3,2]{1,0}) while(loop), condition=cond, body=body
+  ROOT grads = f32[2,2,3]{2,1,0} get-tuple-element(result), index=1
+}
+"""
+
+
+def test_sites_carry_the_dot_shape_op_name_source_and_output():
+    sites = {site.transpose: site for site in transpose_of_dot_sites(WITH_METADATA)}
+    assert set(sites) == {"t1", "t2", "t3"}
+    assert sites["t1"].dot_shape == "f32[2,4]{1,0}"
+    assert sites["t1"].op_name == "jit(step)/dot_general"
+    assert sites["t1"].source == "/somewhere/site-packages/model/layers.py:42"
+    assert sites["t2"].op_name is None and sites["t2"].source is None
+    assert sites["t2"].between == ("Sharding",)
+    assert [sites[name].output for name in ("t1", "t2", "t3")] == [0, 1, None]
+
+
+def test_source_locations_read_the_stack_frame_tables():
+    assert source_locations(WITH_METADATA) == {1: "/somewhere/site-packages/model/layers.py:42"}
+    assert source_locations("ENTRY main { ROOT x = f32[] constant(0) }") == {}
+
+
+def test_outputs_are_followed_through_a_loop_body_and_the_call_that_stacks_them():
+    assert outputs_reached(LOOP, ["t", "d", "unrelated", "w"]) == {
+        "t": 0,  # transpose -> stacking call -> loop result -> the entry's root
+        "d": 0,  # the dot's value flows the same way, through the transpose
+        "unrelated": None,  # a value nothing reads reaches nothing
+        "w": None,  # the weights feed a dot, which makes a new value
+    }
+
+
+def test_a_call_that_does_not_pass_the_value_on_is_not_followed():
+    (site,) = transpose_of_dot_sites(LOOP)
+    assert site.transpose == "t" and site.output == 0
+    assert outputs_reached(LOOP.replace("call(stack, t, i)", "call(stack, stack, i)"), ["t"]) == {
+        "t": None
+    }
+
+
+def test_find_barriers_on_a_plain_gradient():
+    line = inspect.currentframe().f_lineno + 1
+    lowered = jax.jit(jax.grad(lambda w, x: (x @ w).sum())).lower(jnp.ones((3, 4)), jnp.ones((2, 3)))
+    (site,) = find_barriers(lowered)
+    assert (site.dot, site.transpose, site.between) == ("f32[4,3]", "f32[3,4]", ())
+    assert site.output == "result" and not site.blocked
+    assert site.source == f"{short_path(__file__ + ':1').rpartition(':')[0]}:{line}"
+    assert str(site).startswith("dot f32[4,3] -> transpose f32[3,4]  result  ")
+
+
+def test_find_barriers_finds_nothing_in_a_program_without_a_site():
+    assert find_barriers(jax.jit(lambda a, b: a @ b).lower(jnp.ones((2, 3)), jnp.ones((3, 4)))) == []
+
+
+@pytest.mark.needs_devices(4)
+@pytest.mark.parametrize(("mode", "between"), [("explicit", ("Sharding",)), ("auto", ())])
+def test_find_barriers_on_the_guides_step(mode, between):
+    lowered = build_step(StepConfig(mode=mode, devices=4)).lower()
+    (site,) = find_barriers(lowered)
+    assert (site.dot, site.transpose) == ("f32[256,64]", "f32[64,256]")
+    assert site.between == between and site.blocked == bool(between)
+    assert "['head']['kernel']" in site.output
+    assert site.source.startswith("snippets/lm_head.py:")
+
+
+def test_short_path_is_relative_to_the_import_root():
+    root = next(p for p in sys.path if p and p.endswith("site-packages"))
+    assert short_path(f"{root}/jax/_src/lax/lax.py:12") == "jax/_src/lax/lax.py:12"
+    assert short_path("/elsewhere/model.py:7") == "model.py:7"
+
+
+def test_a_found_site_reads_as_one_line():
+    site = FoundSite("f32[8,2]", "f32[2,8]", ("Sharding",), "['w']", None, "m.py:3")
+    assert str(site) == "dot f32[8,2] -> Sharding -> transpose f32[2,8]  ['w']  m.py:3"
+    assert site.blocked

@@ -1,0 +1,162 @@
+"""MaxText's decoder: its CLI, the sites in both modes, the causal control and the compiled relayouts."""
+
+import importlib
+import json
+import subprocess
+import sys
+
+import pytest
+
+from snippets import maxtext_decoder
+from snippets.cli import SetupError
+from snippets.maxtext_decoder import (
+    DecoderConfig,
+    fate,
+    gradient_relayouts,
+    grouped,
+    llama2_7b_gradient_bytes,
+    lower_decoder,
+    mode_report,
+)
+
+HEAD = "decoder/logits_dense/kernel"
+MLP = {f"decoder/layers_0/mlp/{name}/kernel" for name in ("wi_0", "wi_1", "wo")}
+
+
+@pytest.fixture(scope="module")
+def cli_report() -> dict:
+    """``python -m snippets.maxtext_decoder --json --causal`` with the defaults: the issue's config."""
+    command = [sys.executable, "-m", "snippets.maxtext_decoder", "--json", "--causal"]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stderr == ""  # MaxText's and transformers' log lines are kept quiet
+    return json.loads(result.stdout)
+
+
+def test_explicit_mode_has_more_sharding_calls_and_the_same_sites(cli_report):
+    explicit, auto = cli_report["explicit"], cli_report["auto"]
+    assert explicit["sharding_calls"] > auto["sharding_calls"]
+    same = ("shapes", "parameter", "op_name", "source")
+    assert [[s[k] for k in same] for s in explicit["sites"]] == [
+        [s[k] for k in same] for s in auto["sites"]
+    ]
+    assert explicit["sites"], "no transpose-of-dot site found"
+
+
+def test_every_explicit_site_has_a_sharding_call_between_and_no_auto_site_has(cli_report):
+    assert all("Sharding" in site["between"] for site in cli_report["explicit"]["sites"])
+    assert not any("Sharding" in site["between"] for site in cli_report["auto"]["sites"])
+
+
+def test_the_head_and_every_layer_kernel_have_a_site(cli_report):
+    sites = {site["parameter"]: site for site in cli_report["explicit"]["sites"]}
+    assert sites[HEAD]["shapes"] == ["f32[512,128]", "f32[128,512]"]
+    kernels = {f"decoder/layers_0/self_attention/{n}/kernel" for n in ("query", "key", "value", "out")}
+    assert MLP | kernels | {HEAD} <= set(sites)
+
+
+def test_the_causal_control_folds_the_head_and_mlp_in_auto_only(cli_report):
+    for mode in ("explicit", "auto"):
+        assert all(isinstance(site["folded"], bool) for site in cli_report[mode]["sites"])
+    folded = {mode: {s["parameter"] for s in cli_report[mode]["sites"] if s["folded"]} for mode in ("explicit", "auto")}
+    assert folded == {"explicit": set(), "auto": MLP | {HEAD}}
+    multiplies = [s for s in cli_report["auto"]["sites"] if "multiply" in s["after_algsimp"]]
+    assert multiplies and not any(s["folded"] for s in multiplies)
+
+
+@pytest.mark.needs_devices(4)
+def test_other_sizes_scanned_layers_and_an_fsdp_mesh():
+    config = DecoderConfig(emb=64, vocab=1000, layers=3, scan=True, mesh="dp_fsdp")
+    reports = {mode: mode_report(lower_decoder(config, mode)) for mode in ("explicit", "auto")}
+    sites = {site["parameter"]: site for site in reports["explicit"]["sites"]}
+    assert sites[HEAD]["shapes"] == ["f32[1000,64]", "f32[64,1000]"]
+    assert "decoder/layers/mlp/wi_0/kernel" in sites  # one stacked parameter for the 3 layers
+    assert all(site["between"] == [] for site in reports["auto"]["sites"])
+
+
+@pytest.mark.needs_devices(4)
+def test_each_kernel_gradient_leaves_through_one_real_copy_when_compiled():
+    relayouts = gradient_relayouts(lower_decoder(DecoderConfig(), "auto"))
+    for name in MLP | {HEAD}:
+        assert sum(op["moves_data"] for op in relayouts[name]) == 1, relayouts[name]
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--emb", "0"], ["argument --emb", "at least 1", "'0'"]),
+        (["--layers", "two"], ["argument --layers", "whole number", "'two'"]),
+        (["--mesh", "tp"], ["argument --mesh", "invalid choice: 'tp'"]),
+        (["--mesh", "dp_fsdp", "--emb", "127"], ["emb 127 does not divide over the mesh's fsdp axis"]),
+    ],
+)
+def test_bad_flags_give_one_error_line(argv, words, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        maxtext_decoder.main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ")
+    assert all(word in err[0] for word in words), err[0]
+
+
+def test_a_missing_package_is_named(monkeypatch):
+    real = importlib.import_module
+
+    def without_omegaconf(name, *args):
+        if name.startswith("maxtext."):
+            raise ModuleNotFoundError("No module named 'omegaconf'", name="omegaconf")
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib, "import_module", without_omegaconf)
+    with pytest.raises(SetupError, match="the package 'omegaconf' is missing"):
+        maxtext_decoder.import_maxtext()
+
+
+BEFORE = """
+ENTRY main {
+  a = f32[8,2]{1,0} parameter(0)
+  b = f32[8,4]{1,0} parameter(1)
+  d1 = f32[4,2]{1,0} dot(b, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  t1 = f32[2,4]{0,1} transpose(d1), dimensions={1,0}
+  d2 = f32[4,2]{1,0} dot(b, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  s2 = f32[4,2]{1,0} custom-call(d2), custom_call_target="Sharding"
+  t2 = f32[2,4]{0,1} transpose(s2), dimensions={1,0}
+  d3 = f32[4,2]{1,0} dot(c, e), lhs_batch_dims={0,1}, rhs_batch_dims={0,1}
+  t3 = f32[2,4]{0,1} transpose(d3), dimensions={1,0}
+  ROOT r = (f32[2,4]{0,1}, f32[2,4]{0,1}, f32[2,4]{0,1}) tuple(t1, t2, t3)
+}
+"""
+
+AFTER = """
+ENTRY main {
+  a = f32[8,2]{1,0} parameter(0)
+  b = f32[8,4]{1,0} parameter(1)
+  folded = f32[2,4]{1,0} dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  d2 = f32[4,2]{1,0} dot(b, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  s2 = f32[4,2]{1,0} custom-call(d2), custom_call_target="Sharding"
+  t2 = f32[2,4]{0,1} transpose(s2), dimensions={1,0}
+  d3 = f32[4,2]{1,0} multiply(c, e)
+  t3 = f32[2,4]{0,1} transpose(d3), dimensions={1,0}
+  ROOT r = (f32[2,4]{0,1}, f32[2,4]{0,1}, f32[2,4]{0,1}) tuple(folded, t2, t3)
+}
+"""
+
+
+def test_fate_tells_a_fold_from_a_kept_transpose_and_a_rewritten_dot():
+    assert fate(BEFORE, AFTER) == {
+        "t1": {"folded": True, "after_algsimp": "folded: the dot writes the transposed shape"},
+        "t2": {"folded": False, "after_algsimp": "kept: dot -> Sharding -> transpose"},
+        "t3": {"folded": False, "after_algsimp": "kept; its dot became a multiply"},
+    }
+
+
+def test_grouped_merges_layers_and_counts():
+    site = {"parameter": "decoder/layers_0/mlp/wo/kernel", "op_name": None, "shapes": ["a", "b"]}
+    rows = grouped([site, {**site, "parameter": "decoder/layers_1/mlp/wo/kernel"}])
+    assert rows == [{"site": "mlp/wo", "dot": "a", "transpose": "b", "count": 2}]
+
+
+def test_llama2_7b_bytes_come_from_the_model_config():
+    sizes = llama2_7b_gradient_bytes()
+    assert sizes["lm_head"] == 4096 * 32000 * 4
+    assert sizes["mlp"] == 3 * 32 * 4096 * 11008 * 4
