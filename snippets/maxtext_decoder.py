@@ -21,6 +21,7 @@ import math
 import os
 import re
 import tempfile
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -90,13 +91,16 @@ class DecoderConfig:
 def import_maxtext() -> Any:
     """The ``maxtext`` package, or a SetupError that names the package missing for it to import.
 
-    Its import pulls in ``transformers``, whose logger warns that PyTorch is absent;
-    only errors are shown.
+    Its import pulls in ``transformers``, whose logger warns that PyTorch is absent
+    (only its errors are shown), and ``tqdm.auto``, which warns inside Jupyter
+    without ``ipywidgets`` (that one warning is ignored).
     """
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     try:
-        for module in ("configs.pyconfig", "utils.maxtext_utils", "utils.model_creation_utils"):
-            importlib.import_module(f"maxtext.{module}")
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="IProgress not found")
+            for module in ("configs.pyconfig", "utils.maxtext_utils", "utils.model_creation_utils"):
+                importlib.import_module(f"maxtext.{module}")
     except ImportError as error:
         raise SetupError(
             f"MaxText {MAXTEXT_RELEASE} cannot be imported: {error} (the package {error.name!r} "
@@ -214,7 +218,8 @@ def what_it_is(site: dict) -> str:
         parts = [p for p in site["parameter"].split("/") if p not in ("decoder", "kernel")]
         return "/".join(p for p in parts if not re.fullmatch(r"layers(_\d+)?", p))
     einsum = re.search(r"([\w.]+,[\w.]+->[\w.]+)", site["op_name"] or "")
-    return f"activation, {einsum[1]}" if einsum else "activation"
+    where = einsum[1] if einsum else Path(site.get("source") or "?").name
+    return f"activation, {where}"
 
 
 def grouped(sites: list[dict], *keys: str) -> list[dict]:
@@ -340,6 +345,31 @@ def with_folds(sites: list[dict], control: list[dict]) -> list[dict]:
     return matched
 
 
+def short_fate(after_algsimp: str) -> str:
+    """A few words for a site's fate in the control.
+
+    >>> short_fate("kept: dot -> reshape -> Sharding -> transpose")
+    'kept: reshape, Sharding between'
+    >>> short_fate("folded: the dot writes the transposed shape")
+    'folded'
+    """
+    if after_algsimp.startswith("kept: "):
+        between = after_algsimp.removeprefix("kept: ").split(" -> ")[1:-1]
+        return f"kept: {', '.join(between)} between" if between else "kept, nothing between"
+    if after_algsimp.startswith("kept; its dot became a "):
+        return "dot became a " + after_algsimp.rsplit(" ", 1)[1]
+    return after_algsimp.split(":")[0]
+
+
+def fold_rows(explicit: list[dict], auto: list[dict]) -> list[dict]:
+    """One row per kind of site: what the first algsimp did to it in each mode (same sites, same order)."""
+    merged = [
+        {**e, "explicit": short_fate(e["after_algsimp"]), "auto": short_fate(a["after_algsimp"])}
+        for e, a in zip(explicit, auto, strict=True)
+    ]
+    return grouped(merged, "explicit", "auto")
+
+
 # The compiled module ----------------------------------------------------------------------
 
 
@@ -403,6 +433,21 @@ def gradient_relayouts(decoder: Decoder) -> dict[str, list[dict]]:
             for op, operand in _ops_of(relayout.name, comps)
         ]
     return found
+
+
+def relayout_summary(relayouts: dict[str, list[dict]]) -> dict[str, str]:
+    """Per parameter (layer index as ``*``): ``"N copy, M relabel"`` of its gradient, compiled.
+
+    >>> relayout_summary({"decoder/layers_0/mlp/wo/kernel": [{"moves_data": True}, {"moves_data": False}]})
+    {'mlp/wo': '1 copy, 1 relabel'}
+    """
+    summary: dict[str, list[str]] = {}
+    for name, ops in relayouts.items():
+        moved = sum(op["moves_data"] for op in ops)
+        text = f"{moved} copy, {len(ops) - moved} relabel" if ops else "none"
+        label = summary.setdefault(what_it_is({"parameter": name, "op_name": None}), [])
+        label += [text] if text not in label else []
+    return {label: " or ".join(texts) for label, texts in summary.items()}
 
 
 def llama2_7b_gradient_bytes() -> dict[str, int]:

@@ -28,7 +28,13 @@ HEIGHTS = {1280: 800, 390: 844}
 SCHEMES = ("light", "dark")
 MIN_FIGURE_TEXT_PX = 10.0
 RAW_MARKUP = (".. py:", ".. auto", "{glue", "{code-cell}", "{literalinclude}", "{eval-rst}", ":::")
-GUIDES = ("devices_and_meshes", "shard_mode_performance", "reduce_scatter", "checkpoints")
+GUIDES = (
+    "devices_and_meshes",
+    "shard_mode_performance",
+    "reduce_scatter",
+    "checkpoints",
+    "maxtext_decoder",
+)
 
 KNOWN_CONSOLE_ERRORS: dict[str, str] = {}
 """Console errors from the theme that this project cannot fix: message pattern -> upstream issue."""
