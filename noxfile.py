@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 import time
+import tomllib
 from pathlib import Path
 
 import nox
@@ -144,6 +145,21 @@ MATRIX_RELEASES = [
 """The JAX releases the story is re-measured on; the last is the pinned one."""
 
 
+MAXTEXT_NEEDS_JAX = (0, 11, 1)
+"""MaxText 0.2.5 requires JAX 0.11.1 or newer; older releases get a row saying so."""
+
+
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".")[:3])
+
+
+def maxtext_requirements() -> tuple[str, list[str]]:
+    """MaxText's pin and the requirement list ``pyproject.toml`` locks for it (dependency-metadata)."""
+    entries = tomllib.loads(Path("pyproject.toml").read_text())["tool"]["uv"]["dependency-metadata"]
+    entry = next(entry for entry in entries if entry["name"] == "maxtext")
+    return f"maxtext=={entry['version']}", entry["requires-dist"]
+
+
 def _version_check(session: nox.Session, python: Path, release: dict) -> dict:
     """Run ``snippets.version_check`` with ``python``; a release it cannot run records why."""
     session.log(f"{python} -m snippets.version_check --json")
@@ -176,12 +192,13 @@ def matrix(session: nox.Session) -> None:
             str(venv),
             external=True,
         )
-        session.run(
-            *(UV, "pip", "install", "--quiet", "--python", str(python)),
-            *(f"jax=={release['jax']}", f"jaxlib=={release['jax']}", f"flax=={release['flax']}"),
-            *("pydantic==2.14.4", "numpy<2.5"),
-            external=True,
-        )
+        pins = (f"jax=={release['jax']}", f"jaxlib=={release['jax']}", f"flax=={release['flax']}")
+        install = (UV, "pip", "install", "--quiet", "--python", str(python))
+        session.run(*install, *pins, "pydantic==2.14.4", "numpy<2.5", external=True)
+        if _release(release["jax"]) >= MAXTEXT_NEEDS_JAX:
+            maxtext, requirements = maxtext_requirements()
+            session.run(*install, "--no-deps", maxtext, external=True)
+            session.run(*install, *pins, *requirements, "numpy<2.5", external=True)
         records.append(_version_check(session, python, release))
     MATRIX_RESULTS.write_text(json.dumps({"releases": records}, indent=2) + "\n")
     session.log(f"Recorded {len(records)} releases in {MATRIX_RESULTS}")

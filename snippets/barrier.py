@@ -23,6 +23,7 @@ from snippets.causal_control import causal_control
 from snippets.cli import Parser, reported
 from snippets.devices import describe_devices, setup_devices
 from snippets.hlo import (
+    TransposeSite,
     array_shapes,
     collectives,
     instructions,
@@ -32,7 +33,6 @@ from snippets.hlo import (
     sharding_call_count,
     transpose_of_dot_sites,
 )
-from snippets.hlo import TransposeSite
 from snippets.lowering import (
     OPTIMIZERS,
     LoweredStep,

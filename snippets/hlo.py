@@ -82,8 +82,7 @@ def parse_instruction(line: str) -> Instruction | None:
         return None
     end = _balanced("(" + rest, 0) - 1
     operands = tuple(
-        _COMMENT.sub("", part).split()[-1].lstrip("%")
-        for part in _split_top_level(rest[: end - 1])
+        _COMMENT.sub("", part).split()[-1].lstrip("%") for part in _split_top_level(rest[: end - 1])
     )
     return Instruction(header["name"], shape, opcode.strip(), operands, rest[end:])
 
@@ -320,11 +319,15 @@ def transpose_of_dot_sites(
         frame = re.search(r"stack_frame_id=(\d+)", origin.attributes)
         sites.append(
             TransposeSite(
-                inst.name, inst.shape, origin.name, tuple(between), kind,
+                inst.name,
+                inst.shape,
+                origin.name,
+                tuple(between),
+                kind,
                 dot_shape=origin.shape,
                 op_name=op_name(origin),
                 source=frames.get(int(frame[1])) if frame else None,
-            )  # fmt: skip
+            )
         )
     reached = outputs_reached(hlo_text, [site.transpose for site in sites])
     return [dataclasses.replace(site, output=reached[site.transpose]) for site in sites]
@@ -370,7 +373,16 @@ def source_locations(hlo_text: str) -> dict[int, str]:
     }
 
 
-_CARRIES = {"bitcast", "copy", "reshape", "convert", "transpose", "add", "custom-call", "all-reduce"}
+_CARRIES = {
+    "bitcast",
+    "copy",
+    "reshape",
+    "convert",
+    "transpose",
+    "add",
+    "custom-call",
+    "all-reduce",
+}
 """Ops that pass a value on whole (same element count) on its way to the module's result."""
 
 
@@ -441,7 +453,9 @@ def outputs_reached(hlo_text: str, names: list[str]) -> dict[str, int | None]:
         """Whether operand ``index`` of ``call`` reaches its computation's root."""
         callee = re.search(r"to_apply=%?([\w.\-]+)", call.attributes)[1]
         starts = [
-            p.name for p in comps.get(callee, []) if p.opcode == "parameter" and p.operands == (str(index),)
+            p.name
+            for p in comps.get(callee, [])
+            if p.opcode == "parameter" and p.operands == (str(index),)
         ]
         return roots.get(callee) in walk(starts, within=callee)
 

@@ -270,7 +270,16 @@ def fate(before: str, after: str) -> dict[str, dict]:
         if site.transpose in new:
             chain, origin = value_source(new[site.transpose], new)
             if origin is not None and origin.opcode == "dot":
-                what = "kept: " + " -> ".join(["dot", *(op.opcode if op.opcode != "custom-call" else "Sharding" for op in reversed(chain)), "transpose"])
+                what = "kept: " + " -> ".join(
+                    [
+                        "dot",
+                        *(
+                            op.opcode if op.opcode != "custom-call" else "Sharding"
+                            for op in reversed(chain)
+                        ),
+                        "transpose",
+                    ]
+                )
             else:
                 what = f"kept; its dot became a {origin.opcode if origin else '?'}"
             rows[site.transpose] = {"folded": False, "after_algsimp": what}
@@ -281,11 +290,15 @@ def fate(before: str, after: str) -> dict[str, dict]:
             if user in new:
                 replacement = new.get(new[user].operands[index])
             name = user
-        folded = replacement is not None and replacement.opcode == "dot" and (
-            array_shapes(replacement.shape)[0][1] == dims
+        folded = (
+            replacement is not None
+            and replacement.opcode == "dot"
+            and (array_shapes(replacement.shape)[0][1] == dims)
         )
-        what = "folded: the dot writes the transposed shape" if folded else (
-            f"replaced by a {replacement.opcode}" if replacement else "removed"
+        what = (
+            "folded: the dot writes the transposed shape"
+            if folded
+            else (f"replaced by a {replacement.opcode}" if replacement else "removed")
         )
         rows[site.transpose] = {"folded": folded, "after_algsimp": what}
     return rows
@@ -322,7 +335,10 @@ def causal_control(config: DecoderConfig, mode: str) -> list[dict]:
     fates = fate(*_first_algsimp(dumps))
     unknown = {"folded": None, "after_algsimp": "changed by a pass before the first algsimp"}
     return [
-        {"shapes": [site.dot_shape.split("{")[0], site.shape.split("{")[0]], "op_name": site.op_name}
+        {
+            "shapes": [site.dot_shape.split("{")[0], site.shape.split("{")[0]],
+            "op_name": site.op_name,
+        }
         | fates.get(site.transpose, unknown)
         for site in transpose_of_dot_sites(received[0])
     ]
@@ -401,7 +417,9 @@ def moves_data(inst: Instruction, operand: Instruction) -> bool:
     return result != source
 
 
-def _ops_of(name: str, comps: dict[str, list[Instruction]]) -> list[tuple[Instruction, Instruction]]:
+def _ops_of(
+    name: str, comps: dict[str, list[Instruction]]
+) -> list[tuple[Instruction, Instruction]]:
     """The transposes and copies an entry instruction is or (a fusion) contains, with their operands."""
     everything = {inst.name: inst for insts in comps.values() for inst in insts}
     inst = everything[name]

@@ -109,12 +109,37 @@ def lm_head_facts() -> dict:
     return {key: value for key, value in report.items() if key not in ("EV", "VE")}
 
 
+def maxtext_facts() -> dict:
+    """MaxText's decoder (``snippets.maxtext_decoder``'s defaults): calls, sites and folds per mode.
+
+    MaxText 0.2.5 needs JAX 0.11.1 or newer; on an older release this says so.
+    """
+    import jax
+
+    if tuple(int(p) for p in jax.__version__.split(".")[:3]) < (0, 11, 1):
+        raise RuntimeError(f"MaxText 0.2.5 needs JAX 0.11.1 or newer, not {jax.__version__}")
+    from snippets.maxtext_decoder import DecoderConfig, decoder_report, what_it_is
+
+    report = decoder_report(DecoderConfig(), causal=True)
+    facts: dict = {"maxtext": report["maxtext"]}
+    for mode in ("explicit", "auto"):
+        sites = report[mode]["sites"]
+        facts[f"{mode} sharding_calls"] = report[mode]["sharding_calls"]
+        facts[f"{mode} sites"] = len(sites)
+        facts[f"{mode} sites with Sharding between"] = sum(
+            "Sharding" in s["between"] for s in sites
+        )
+        facts[f"{mode} folded"] = sorted({what_it_is(s) for s in sites if s["folded"]})
+    return facts
+
+
 CHECKS: dict[str, Callable[[], dict]] = {
     "barrier": barrier_facts,
     "causal_control": causal_control_facts,
     "reduce_scatter": reduce_scatter_facts,
     "reduce_scatter_explicit_mode": explicit_mode_facts,
     "lm_head": lm_head_facts,
+    "maxtext": maxtext_facts,
 }
 
 

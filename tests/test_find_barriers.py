@@ -93,7 +93,8 @@ def test_sites_carry_the_dot_shape_op_name_source_and_output():
     assert sites["t1"].dot_shape == "f32[2,4]{1,0}"
     assert sites["t1"].op_name == "jit(step)/dot_general"
     assert sites["t1"].source == "/somewhere/site-packages/model/layers.py:42"
-    assert sites["t2"].op_name is None and sites["t2"].source is None
+    assert sites["t2"].op_name is None
+    assert sites["t2"].source is None
     assert sites["t2"].between == ("Sharding",)
     assert [sites[name].output for name in ("t1", "t2", "t3")] == [0, 1, None]
 
@@ -114,7 +115,8 @@ def test_outputs_are_followed_through_a_loop_body_and_the_call_that_stacks_them(
 
 def test_a_call_that_does_not_pass_the_value_on_is_not_followed():
     (site,) = transpose_of_dot_sites(LOOP)
-    assert site.transpose == "t" and site.output == 0
+    assert site.transpose == "t"
+    assert site.output == 0
     assert outputs_reached(LOOP.replace("call(stack, t, i)", "call(stack, stack, i)"), ["t"]) == {
         "t": None
     }
@@ -122,16 +124,21 @@ def test_a_call_that_does_not_pass_the_value_on_is_not_followed():
 
 def test_find_barriers_on_a_plain_gradient():
     line = inspect.currentframe().f_lineno + 1
-    lowered = jax.jit(jax.grad(lambda w, x: (x @ w).sum())).lower(jnp.ones((3, 4)), jnp.ones((2, 3)))
+    lowered = jax.jit(jax.grad(lambda w, x: (x @ w).sum())).lower(
+        jnp.ones((3, 4)), jnp.ones((2, 3))
+    )
     (site,) = find_barriers(lowered)
     assert (site.dot, site.transpose, site.between) == ("f32[4,3]", "f32[3,4]", ())
-    assert site.output == "result" and not site.blocked
+    assert site.output == "result"
+    assert not site.blocked
     assert site.source == f"{short_path(__file__ + ':1').rpartition(':')[0]}:{line}"
     assert str(site).startswith("dot f32[4,3] -> transpose f32[3,4]  result  ")
 
 
 def test_find_barriers_finds_nothing_in_a_program_without_a_site():
-    assert find_barriers(jax.jit(lambda a, b: a @ b).lower(jnp.ones((2, 3)), jnp.ones((3, 4)))) == []
+    assert (
+        find_barriers(jax.jit(lambda a, b: a @ b).lower(jnp.ones((2, 3)), jnp.ones((3, 4)))) == []
+    )
 
 
 @pytest.mark.needs_devices(4)
@@ -140,7 +147,8 @@ def test_find_barriers_on_the_guides_step(mode, between):
     lowered = build_step(StepConfig(mode=mode, devices=4)).lower()
     (site,) = find_barriers(lowered)
     assert (site.dot, site.transpose) == ("f32[256,64]", "f32[64,256]")
-    assert site.between == between and site.blocked == bool(between)
+    assert site.between == between
+    assert site.blocked == bool(between)
     assert "['head']['kernel']" in site.output
     assert site.source.startswith("snippets/lm_head.py:")
 

@@ -51,17 +51,23 @@ def test_every_explicit_site_has_a_sharding_call_between_and_no_auto_site_has(cl
 def test_the_head_and_every_layer_kernel_have_a_site(cli_report):
     sites = {site["parameter"]: site for site in cli_report["explicit"]["sites"]}
     assert sites[HEAD]["shapes"] == ["f32[512,128]", "f32[128,512]"]
-    kernels = {f"decoder/layers_0/self_attention/{n}/kernel" for n in ("query", "key", "value", "out")}
+    kernels = {
+        f"decoder/layers_0/self_attention/{n}/kernel" for n in ("query", "key", "value", "out")
+    }
     assert MLP | kernels | {HEAD} <= set(sites)
 
 
 def test_the_causal_control_folds_the_head_and_mlp_in_auto_only(cli_report):
     for mode in ("explicit", "auto"):
         assert all(isinstance(site["folded"], bool) for site in cli_report[mode]["sites"])
-    folded = {mode: {s["parameter"] for s in cli_report[mode]["sites"] if s["folded"]} for mode in ("explicit", "auto")}
+    folded = {
+        mode: {s["parameter"] for s in cli_report[mode]["sites"] if s["folded"]}
+        for mode in ("explicit", "auto")
+    }
     assert folded == {"explicit": set(), "auto": MLP | {HEAD}}
     multiplies = [s for s in cli_report["auto"]["sites"] if "multiply" in s["after_algsimp"]]
-    assert multiplies and not any(s["folded"] for s in multiplies)
+    assert multiplies
+    assert not any(s["folded"] for s in multiplies)
 
 
 @pytest.mark.needs_devices(4)
@@ -87,7 +93,10 @@ def test_each_kernel_gradient_leaves_through_one_real_copy_when_compiled():
         (["--emb", "0"], ["argument --emb", "at least 1", "'0'"]),
         (["--layers", "two"], ["argument --layers", "whole number", "'two'"]),
         (["--mesh", "tp"], ["argument --mesh", "invalid choice: 'tp'"]),
-        (["--mesh", "dp_fsdp", "--emb", "127"], ["emb 127 does not divide over the mesh's fsdp axis"]),
+        (
+            ["--mesh", "dp_fsdp", "--emb", "127"],
+            ["emb 127 does not divide over the mesh's fsdp axis"],
+        ),
     ],
 )
 def test_bad_flags_give_one_error_line(argv, words, capsys):
@@ -95,7 +104,8 @@ def test_bad_flags_give_one_error_line(argv, words, capsys):
         maxtext_decoder.main(argv)
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 1 and err[0].startswith("error: ")
+    assert len(err) == 1
+    assert err[0].startswith("error: ")
     assert all(word in err[0] for word in words), err[0]
 
 
