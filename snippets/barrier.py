@@ -231,8 +231,13 @@ def _shape(shape: str) -> str:
 
 
 def short_path(location: str) -> str:
-    """``location`` (``file:line``) relative to the ``sys.path`` entry that holds it, else its file name."""
+    """``location`` (``file:line``) as its module's path (``pkg/mod.py:12``), else relative to
+    the ``sys.path`` entry that holds it, else its file name."""
     path, _, line = location.rpartition(":")
+    for name, module in list(sys.modules.items()):
+        if name != "__main__" and getattr(module, "__file__", None) == path:
+            tail = "/__init__.py" if path.endswith("__init__.py") else ".py"
+            return f"{name.replace('.', '/')}{tail}:{line}"
     roots = [os.path.abspath(root) for root in sys.path if root and os.path.isdir(root)]
     holding = [root for root in roots if path.startswith(root + os.sep)]
     short = os.path.relpath(path, max(holding, key=len)) if holding else os.path.basename(path)
