@@ -264,24 +264,17 @@ def fate(before: str, after: str) -> dict[str, dict]:
     for inst in old.values():
         for index, operand in enumerate(inst.operands):
             first_user.setdefault(operand, (inst.name, index))
+    kept = {site.transpose: site for site in transpose_of_dot_sites(after)}
     rows = {}
     for site in transpose_of_dot_sites(before):
         dims = array_shapes(site.shape)[0][1]
+        if site.transpose in kept:
+            chain = ["dot", *reversed(kept[site.transpose].between), "transpose"]
+            rows[site.transpose] = {"folded": False, "after_algsimp": "kept: " + " -> ".join(chain)}
+            continue
         if site.transpose in new:
-            chain, origin = value_source(new[site.transpose], new)
-            if origin is not None and origin.opcode == "dot":
-                what = "kept: " + " -> ".join(
-                    [
-                        "dot",
-                        *(
-                            op.opcode if op.opcode != "custom-call" else "Sharding"
-                            for op in reversed(chain)
-                        ),
-                        "transpose",
-                    ]
-                )
-            else:
-                what = f"kept; its dot became a {origin.opcode if origin else '?'}"
+            _, origin = value_source(new[site.transpose], new)
+            what = f"kept; its dot became a {origin.opcode if origin else '?'}"
             rows[site.transpose] = {"folded": False, "after_algsimp": what}
             continue
         name, replacement = site.transpose, None
