@@ -36,7 +36,9 @@ def test_the_cli_json_carries_lowered_for(monkeypatch, capsys):
     report = json.loads(capsys.readouterr().out)
     for platform in ("tpu", "cuda"):
         assert isinstance(report["lowered_for"][platform]["identical_to_cpu"], bool)
-        assert report["lowered_for"][platform]["sharding_calls"] == report["runs"][0]["sharding_calls"]
+        assert (
+            report["lowered_for"][platform]["sharding_calls"] == report["runs"][0]["sharding_calls"]
+        )
     assert report["pass_order"]["partitioner_pass"] in ("shardy-xla", "spmd-partitioning")
 
 
