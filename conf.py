@@ -9,6 +9,7 @@ from urllib.parse import urlparse
 
 import nbformat
 from jupyter_cache import get_cache
+from sphinx.pycode import ModuleAnalyzer
 
 project = "JAX sharding performance, executed"
 author = "The shard-perf-docs authors"
@@ -214,3 +215,14 @@ def setup(app):
     app.connect("html-page-context", _link_executed_notebook, priority=500)
     app.connect("build-finished", _write_root_redirect)
     app.connect("env-get-outdated", _reexecute_guides_when_snippets_change)
+    app.connect("viewcode-find-source", _snippet_source)
+
+
+def _snippet_source(app, modname: str):
+    """viewcode reads a snippet module's source from its file instead of importing it (JAX)."""
+    path = Path(__file__).parent / (modname.replace(".", "/") + ".py")
+    if not modname.startswith("snippets.") or not path.is_file():
+        return None
+    analyzer = ModuleAnalyzer.for_file(path, modname)
+    analyzer.find_tags()
+    return analyzer.code, analyzer.tags
