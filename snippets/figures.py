@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import io
 import json
-import textwrap
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -167,64 +166,149 @@ def exchange_figure(report: dict) -> DataFigure:
     return DataFigure(figure, data)
 
 
-TPU_PASS_WINDOW = {"algsimp": (8, 9), "spmd-partitioner": (12, 16)}
-"""Pass positions the source PR reports for its TPU compile (simplification-1 at 0008-0009,
-the partitioner at 0012-0016). Quoted, not measured here."""
+TPU_PASS_WINDOW = {
+    "algsimp": "passes 0008-0009",
+    "xla-partitioner /\nshardy-xla": "passes 0012-0016",
+}
+"""The TPU compile's pass positions, quoted: the source PR gives the numbers, MaxText's design
+doc (section 4.5) the partitioner's names. Not measured here; the TPU compiler is not open source."""
+
+GPU_PASS_ORDER = {"algsimp": "in spmd-simplify", "shardy-xla, then\nspmd-partitioning": ""}
+"""XLA:GPU's order as ``xla/service/gpu/gpu_spmd_pipeline.cc`` builds it: read from the source."""
+
+_PASS_COLORS = {"algsimp": "#2ca02c", "partitioner": "#d62728"}
+
+
+def _pass_row(ax, y: float, title: str, passes: dict[str, str], note: str) -> None:
+    """One backend's first two passes as boxes in execution order, each named as that backend names it."""
+    ax.text(0.0, y + 0.62, title, fontsize=11, weight="bold", va="bottom")
+    for x, (name, where) in zip((0.0, 0.55), passes.items(), strict=True):
+        kind = "algsimp" if name == "algsimp" else "partitioner"
+        ax.text(
+            x, y, f"{name}\n{where}".strip(), fontsize=10, va="center", ha="left",
+            bbox={"boxstyle": "round", "facecolor": _PASS_COLORS[kind], "alpha": 0.25},
+        )  # fmt: skip
+    ax.annotate("", xy=(0.53, y), xytext=(0.45, y), arrowprops={"arrowstyle": "->"})
+    ax.text(0.0, y - 0.5, note, fontsize=10, color="0.25", va="center")
 
 
 def pass_window_figure(cpu_window: dict) -> DataFigure:
-    """Where the fold can fire: this backend's measured pass order beside the source's TPU order."""
+    """Which runs first, the simplifier or the partitioner: CPU measured, TPU quoted, GPU from source.
+
+    Each row names its passes as that backend does and places them by order only: the
+    CPU's dump indices and the TPU's pass numbers are different units, so no axis is shared.
+    """
     cpu = {
-        "spmd-partitioner": (cpu_window["first_spmd_partitioner"],) * 2,
-        "algsimp": (cpu_window["first_algsimp"],) * 2,
+        cpu_window["partitioner_pass"]: f"dump {cpu_window['first_spmd_partitioner']}",
+        "algsimp": f"dump {cpu_window['first_algsimp']}",
     }
+    cpu_note = "an all-reduce already stands between dot and transpose"
+    if not cpu_window["partitioner_first"]:
+        cpu, cpu_note = dict(reversed(cpu.items())), "folds unless a Sharding call is in the way"
     rows = [
-        ("CPU, measured in this build", cpu),
-        ("TPU, as reported by the source PR", TPU_PASS_WINDOW),
+        ("CPU, measured in this build", cpu, cpu_note),
+        ("TPU, quoted from MaxText", TPU_PASS_WINDOW, "folds unless a Sharding call is in the way"),
+        (
+            "GPU, read from XLA's source",
+            GPU_PASS_ORDER,
+            "simplifier first, as on TPU (not run here)",
+        ),
     ]
-    colors = {"algsimp": "#2ca02c", "spmd-partitioner": "#d62728"}
     figure = _figure(4.4)
-    axes = figure.subplots(2, 1)
-    for ax, (title, passes) in zip(axes, rows, strict=True):
-        end = max(stop for _, stop in passes.values()) + 3
-        ax.set(xlim=(0, end), ylim=(0, 1.6), yticks=[])
-        ax.set_title(title, fontsize=11, loc="left")
-        ax.set_xlabel("position in the pass dump", fontsize=10)
-        ax.tick_params(axis="x", labelsize=10)
-        for name, (start, stop) in passes.items():
-            ax.broken_barh([(start - 0.4, stop - start + 0.8)], (0.15, 0.5), color=colors[name])
-            ax.text((start + stop) / 2, 0.75, name, ha="center", va="bottom", fontsize=10)
-        fold_first = passes["algsimp"][0] < passes["spmd-partitioner"][0]
-        note = (
-            "algsimp first: the fold fires unless a Sharding call is in the way"
-            if fold_first
-            else "partitioner first: an all-reduce is already between dot and transpose"
-        )
-        ax.text(0.3, 1.2, textwrap.fill(note, 60), va="center", fontsize=10, color="0.25")
-    data = {"cpu": cpu_window, "tpu_quoted": TPU_PASS_WINDOW}
+    ax = figure.add_subplot()
+    ax.set(xlim=(0, 1), ylim=(0.2, 6.0))
+    ax.axis("off")
+    for y, (title, passes, note) in zip((5.0, 3.0, 1.0), rows, strict=True):
+        _pass_row(ax, y, title, passes, note)
+    data = {"cpu": cpu_window, "tpu_quoted": TPU_PASS_WINDOW, "gpu_from_source": GPU_PASS_ORDER}
     return DataFigure(figure, data)
 
 
+_SHORT_VERDICT = {
+    "no measurable difference": "no difference",
+    "faster than auto EV": "faster",
+    "slower than auto EV": "slower",
+}
+
+
 def ratio_figure(rows: Sequence[dict]) -> DataFigure:
-    """Step-time ratios to auto/EV, median with min-max whiskers, one bar per (mode, variant)."""
+    """Step-time ratios to auto/EV, median with min-max whiskers, each bar labelled with its verdict.
+
+    ``rows`` are :func:`snippets.bench.bench`'s, each with its ``verdict``. A bar whose range
+    straddles 1.0 is drawn faded and says "no difference", so the eye does not read its
+    median as a speed-up or a slowdown.
+    """
     figure = _figure(1.4 + 0.4 * len(rows))
     ax = figure.add_subplot()
     colors = {"explicit": "#1f77b4", "auto": "#ff7f0e"}
     medians = [r["ratio_to_auto_EV"] for r in rows]
+    verdicts = [r["verdict"] for r in rows]
     errors = [
         [m - r["ratio_min"] for m, r in zip(medians, rows, strict=True)],
         [r["ratio_max"] - m for m, r in zip(medians, rows, strict=True)],
     ]
     positions = range(len(rows))[::-1]  # first row on top, as in the table
-    ax.barh(positions, medians, xerr=errors, capsize=3, color=[colors[r["mode"]] for r in rows])
+    bars = ax.barh(
+        positions, medians, xerr=errors, capsize=3, color=[colors[r["mode"]] for r in rows]
+    )
+    for bar, verdict in zip(bars, verdicts, strict=True):
+        bar.set_alpha(0.35 if verdict == "no measurable difference" else 1.0)
     ax.set_yticks(list(positions), [r["variant"] for r in rows], fontsize=11)
-    for y, median, row in zip(positions, medians, rows, strict=True):
-        ax.text(row["ratio_max"] + 0.03, y, f"{median:.3f}", va="center", fontsize=11)
+    labels = ax.get_yaxis_transform()  # x in axes fraction, y in data
+    for y, median, verdict in zip(positions, medians, verdicts, strict=True):
+        label = f"{median:.2f}: {_SHORT_VERDICT[verdict]}"
+        ax.text(0.99, y, label, transform=labels, ha="right", va="center", fontsize=10)
     ax.axvline(1.0, color="0.3", linewidth=0.8, linestyle="--")
-    ax.set_xlim(0, max(r["ratio_max"] for r in rows) * 1.3)
-    ax.set_xlabel("step time / auto EV step time", fontsize=11)
+    ax.set_xlim(0, max(r["ratio_max"] for r in rows) * 1.8)  # the labels' column on the right
+    ax.set_xlabel("step time / auto EV step time (CPU)", fontsize=11)
     ax.tick_params(axis="x", labelsize=11)
     handles = [Patch(color=color, label=f"{mode} mode") for mode, color in colors.items()]
     figure.legend(handles=handles, fontsize=11, loc="outside upper center", ncols=2, frameon=False)
     keys = ("mode", "variant", "ratio_to_auto_EV", "ratio_min", "ratio_max")
-    return DataFigure(figure, [{key: row[key] for key in keys} for row in rows])
+    drawn = [
+        {**{key: row[key] for key in keys}, "verdict": v}
+        for row, v in zip(rows, verdicts, strict=True)
+    ]
+    return DataFigure(figure, drawn)
+
+
+SOURCE_TPU_RESULTS = [
+    {"config": "dp4", "auto": 4430.2, "explicit [E,V]": 4844.0, "explicit [V,E]": 4420.1},
+    {"config": "emb4096", "auto": 72200.8, "explicit [E,V]": 73330.0, "explicit [V,E]": 72601.8},
+]
+"""Step times in microseconds on a TPU v5p-8, 2 repetitions per configuration, quoted from the
+MaxText pull request that added ``lm_head_kernel_transposed``. Not measured here."""
+
+
+def penalty_percent(row: dict, variant: str) -> float:
+    """How much slower than auto a variant of a quoted row is, in percent.
+
+    >>> round(penalty_percent(SOURCE_TPU_RESULTS[0], "explicit [E,V]"), 2)
+    9.34
+    """
+    return 100 * (row[variant] / row["auto"] - 1)
+
+
+def source_tpu_figure(rows: Sequence[dict] = SOURCE_TPU_RESULTS) -> DataFigure:
+    """The source PR's TPU penalties, explicit over auto, before and after its fix: quoted, not ours."""
+    variants = {"explicit [E,V]": "#1f77b4", "explicit [V,E]": "#2ca02c"}
+    figure = _figure(2.9)
+    ax = figure.add_subplot()
+    for offset, (variant, color) in zip((0.2, -0.2), variants.items(), strict=True):
+        values = [penalty_percent(row, variant) for row in rows]
+        positions = [len(rows) - 1 - i + offset for i in range(len(rows))]
+        ax.barh(positions, values, height=0.38, color=color, label=variant)
+        for y, value in zip(positions, values, strict=True):
+            ax.text(max(value, 0) + 0.2, y, f"{value:+.2f}%", va="center", fontsize=10)
+    ax.set_yticks(range(len(rows))[::-1], [row["config"] for row in rows], fontsize=11)
+    ax.axvline(0, color="0.3", linewidth=0.8)
+    ax.set_xlim(-1, 12)
+    ax.set_xlabel("step time vs auto (%), TPU v5p-8", fontsize=11)
+    ax.tick_params(axis="x", labelsize=10)
+    ax.set_title("Quoted from the MaxText PR, not measured here", fontsize=10, loc="left")
+    figure.legend(fontsize=10, loc="outside upper center", ncols=2, frameon=False)
+    data = [
+        {"config": row["config"], **{v: round(penalty_percent(row, v), 2) for v in variants}}
+        for row in rows
+    ]
+    return DataFigure(figure, data)
