@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import nox
@@ -57,6 +58,11 @@ def install_node_tools(session: nox.Session) -> None:
     session.run("npm", "ci", "--no-audit", "--no-fund", external=True)
 
 
+def build_site(session: nox.Session, *options: str) -> None:
+    """``sphinx-build -W`` into ``_build/html``, executing only the guides the cache lacks."""
+    session.run("sphinx-build", "-W", "--keep-going", "-b", "html", ".", str(HTML), *options)
+
+
 @nox.session(default=True)
 def lint(session: nox.Session) -> None:
     """Every hook in .pre-commit-config.yaml, on every tracked file.
@@ -81,9 +87,7 @@ def tests(session: nox.Session) -> None:
 def docs(session: nox.Session) -> None:
     """Build the HTML site, executing the guides (cached); warnings are errors."""
     install(session, "docs")
-    session.run(
-        "sphinx-build", "-W", "--keep-going", "-b", "html", ".", str(HTML), *session.posargs
-    )
+    build_site(session, *session.posargs)
     session.log(f"Site built: open {HTML / 'index.html'}")
 
 
@@ -110,15 +114,18 @@ def notebooks(session: nox.Session) -> None:
 def browser(session: nox.Session) -> None:
     """Every built page in headless Chromium at 1280 and 390 px, light and dark.
 
-    Builds the site with -W into ``_build/browser-site`` (the execution cache makes an
-    unchanged guide free), serves it on 127.0.0.1 and drives Debian's Chromium with
+    Builds the site as ``nox -s docs`` does (executed guides come from the cache, which the
+    tests session fills), then serves it on 127.0.0.1 and drives Debian's Chromium with
     Playwright: no request off the host, no console error, every link, anchor and image,
-    nothing wider than the screen, no raw markup, search, figure text size and each guide's
-    executed notebook. Screenshots land in ``_build/browser-screenshots``. Needs
-    ``apt-get install chromium`` (``CHROMIUM=PATH`` for another binary); ``BROWSER_SITE=DIR``
-    checks an already built site instead.
+    external links against docs/external_links.txt, nothing wider than the screen, tables on a
+    phone, page lengths, no raw markup, search, figure text size and each guide's executed
+    notebook. Screenshots land in ``_build/browser-screenshots``. Needs ``apt-get install
+    chromium`` (``CHROMIUM=PATH`` for another binary).
     """
     install(session, "browser")
+    started = time.perf_counter()
+    build_site(session)
+    session.log(f"Site built in {time.perf_counter() - started:.1f} s; now the browser checks")
     session.run("pytest", "tests/browser", *(session.posargs or ["-v"]))
 
 

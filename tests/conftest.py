@@ -1,8 +1,14 @@
-"""The site built once per test run: every guide executes exactly once, in this build."""
+"""The site built once per test run, in the background: every guide executes exactly once.
+
+The build starts as soon as the tests are collected, in its own process, and the tests that
+read it run last, so on a machine with two cores the snippet tests run while the guides
+execute.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +16,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "_build" / "test-site"
+"""Where the test run's build goes: its HTML, its execution cache and its log."""
+EXECUTION_CACHE = ROOT / "_build" / ".jupyter_cache"
+"""The cache ``conf.py`` names, which ``nox -s docs`` and ``nox -s browser`` read."""
+BUILD = pytest.StashKey[subprocess.Popen]()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,20 +36,46 @@ class BuiltSite:
         return self.executed / guide.resolve().relative_to(ROOT).with_suffix(".ipynb")
 
 
-@pytest.fixture(scope="session")
-def built_site(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
-    """Build the site as ``nox -s docs`` does, but into a temporary folder with an empty cache.
-
-    The empty execution cache makes every guide execute once, in a fresh kernel;
-    the developer's ``_build/`` is neither read nor written.
-    """
-    out = tmp_path_factory.mktemp("site")
+def start_build() -> subprocess.Popen:
+    """Start ``sphinx-build -W`` as ``nox -s docs`` runs it, into ``OUT`` with an empty cache."""
+    shutil.rmtree(OUT, ignore_errors=True)
+    OUT.mkdir(parents=True)
     command = [
         *(sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html"),
-        *("-D", f"nb_execution_cache_path={out / '.jupyter_cache'}"),
-        *(".", str(out / "html")),
+        *("-D", f"nb_execution_cache_path={OUT / '.jupyter_cache'}"),
+        *(".", str(OUT / "html")),
     ]
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
-    log = result.stdout + result.stderr
-    assert result.returncode == 0, f"sphinx-build -W failed:\n{log[-8000:]}"
-    return BuiltSite(html=out / "html", executed=out / "jupyter_execute", log=log)
+    with (OUT / "build.log").open("w") as log:
+        return subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """If a test reads the site, start building it now and run the tests that read it last."""
+    readers = [item for item in items if "built_site" in getattr(item, "fixturenames", ())]
+    if readers:
+        config.stash[BUILD] = start_build()
+        items[:] = [item for item in items if item not in readers] + readers
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop a build that is still running when the run ends early."""
+    if (build := config.stash.get(BUILD, None)) is not None and build.poll() is None:
+        build.kill()
+        build.wait()
+
+
+@pytest.fixture(scope="session")
+def built_site(pytestconfig: pytest.Config) -> BuiltSite:
+    """The build started at collection, finished: ``-W``, every guide executed in a fresh kernel.
+
+    The developer's ``_build/html`` is neither read nor written. After a clean build its
+    execution cache replaces ``_build/.jupyter_cache``, so the next ``nox -s docs`` or
+    ``nox -s browser`` renders these executions instead of running every guide again.
+    """
+    build = pytestconfig.stash.get(BUILD, None) or start_build()
+    build.wait()
+    log = (OUT / "build.log").read_text()
+    assert build.returncode == 0, f"sphinx-build -W failed:\n{log[-8000:]}"
+    shutil.rmtree(EXECUTION_CACHE, ignore_errors=True)
+    shutil.copytree(OUT / ".jupyter_cache", EXECUTION_CACHE)
+    return BuiltSite(html=OUT / "html", executed=OUT / "jupyter_execute", log=log)

@@ -5,8 +5,8 @@ These tests run only when named on the command line (``pytest tests/browser``, a
 so it needs no browser. Chromium is Debian's (``apt-get install chromium``), driven by
 Playwright for Python; Playwright's own browser download is never used.
 
-``BROWSER_SITE=DIR`` checks an already built site instead of building one into
-``_build/browser-site``. Screenshots land in ``_build/browser-screenshots``.
+They check the site ``nox -s docs`` built in ``_build/html`` (``nox -s browser`` builds it
+first), or the one ``BROWSER_SITE=DIR`` names. Screenshots land in ``_build/browser-screenshots``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import functools
 import http.server
 import os
 import shutil
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-SITE = ROOT / "_build" / "browser-site"
+SITE = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "browser-screenshots"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -37,6 +35,23 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-sync",
 ]
+
+
+PAGE_LENGTHS = pytest.StashKey[dict]()
+EXTERNAL_LINKS = pytest.StashKey[dict]()
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """Print each page's length and its external links, as the tests measured them."""
+    if lengths := config.stash.get(PAGE_LENGTHS, None):
+        terminalreporter.section("page lengths (words outside collapsed dropdowns; 390x844 screens)")
+        for page, length in sorted(lengths.items()):
+            terminalreporter.line(f"{length['words']:6d} words {length['phone_screens']:5.1f} screens  {page}")
+    if links := config.stash.get(EXTERNAL_LINKS, None):
+        terminalreporter.section("external links per page")
+        for page, urls in sorted(links.items()):
+            for url in urls:
+                terminalreporter.line(f"{page}: {url}")
 
 
 def _named_on_command_line(config: pytest.Config) -> bool:
@@ -59,14 +74,11 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 @pytest.fixture(scope="session")
 def site() -> Path:
-    """The built HTML site: ``BROWSER_SITE`` if set, else a fresh ``-W`` build."""
-    if given := os.environ.get("BROWSER_SITE"):
-        return Path(given).resolve()
-    shutil.rmtree(SITE, ignore_errors=True)
-    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", ".", str(SITE)]
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
-    return SITE
+    """The built HTML site: ``BROWSER_SITE`` if set, else ``_build/html`` (``nox -s docs``)."""
+    built = Path(os.environ.get("BROWSER_SITE", SITE)).resolve()
+    if not (built / "index.html").is_file():
+        pytest.fail(f"No built site at {built}: run `nox -s docs` first (or set BROWSER_SITE).")
+    return built
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

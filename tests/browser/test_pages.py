@@ -18,10 +18,13 @@ from urllib.parse import unquote, urljoin, urlparse
 import pytest
 
 from snippets.figures import png_metadata
+from tests.browser.conftest import EXTERNAL_LINKS, PAGE_LENGTHS
 
 ROOT = Path(__file__).resolve().parents[2]
 
 WIDTHS = (1280, 390)
+HEIGHTS = {1280: 800, 390: 844}
+"""The screen each width is seen on: a laptop, and a phone (the height a phone screen counts)."""
 SCHEMES = ("light", "dark")
 MIN_FIGURE_TEXT_PX = 10.0
 RAW_MARKUP = (".. py:", ".. auto", "{glue", "{code-cell}", "{literalinclude}", "{eval-rst}", ":::")
@@ -39,10 +42,27 @@ async () => {
   const wideCode = (root) => [...root.querySelectorAll("pre")]
     .filter((pre) => visible(pre) && pre.scrollWidth > pre.clientWidth + 1)
     .map((pre) => pre.textContent.trim().split("\\n")[0].slice(0, 90));
+  const main = document.querySelector("article.bd-article") || document.body;
+  // What a reader scrolls through: the article without collapsed dropdowns, scripts and styles.
+  const reading = main.cloneNode(true);
+  reading.querySelectorAll("details:not([open]) > :not(summary), script, style")
+    .forEach((el) => el.remove());
+  const walker = document.createTreeWalker(reading, NodeFilter.SHOW_TEXT);
+  const pieces = [];  // every text node, code and outputs included, each a separate run of words
+  while (walker.nextNode()) pieces.push(walker.currentNode.nodeValue);
+  const words = pieces.join(" ").split(/\\s+/).filter(Boolean).length;
+  const tables = [...main.querySelectorAll("table")].filter(visible).map((table) => {
+    const box = table.parentElement;
+    const first = table.querySelector("tr > :first-child");
+    return {
+      head: (table.querySelector("tr") || table).textContent.trim().split(/\\s+/).slice(0, 6).join(" "),
+      overflows: table.scrollWidth > box.clientWidth + 1 || table.getBoundingClientRect().right > window.innerWidth + 1,
+      sticky: !!first && getComputedStyle(first).position === "sticky",
+    };
+  });
   const collapsed = wideCode(document);
   document.querySelectorAll("details").forEach((d) => { d.open = true; });
   const expanded = wideCode(document);
-  const main = document.querySelector("article.bd-article") || document.body;
   return {
     url: location.href,
     ids: [...document.querySelectorAll("[id]")].map((el) => el.id)
@@ -55,6 +75,9 @@ async () => {
     viewport: window.innerWidth,
     wideCode: [...new Set(collapsed.concat(expanded))],
     text: main.innerText,
+    words: words,
+    height: document.documentElement.scrollHeight,
+    tables: tables,
   };
 }
 """
@@ -74,6 +97,9 @@ class Visit:
     page_width: int = 0
     wide_code: list[str] = dataclasses.field(default_factory=list)
     text: str = ""
+    words: int = 0
+    height: int = 0
+    tables: list[dict] = dataclasses.field(default_factory=list)
     console_errors: list[str] = dataclasses.field(default_factory=list)
     failed_responses: list[str] = dataclasses.field(default_factory=list)
     offhost_requests: list[str] = dataclasses.field(default_factory=list)
@@ -126,16 +152,32 @@ def save_screenshots(tab, folder: Path, page: str, full: bool) -> None:
         tab.screenshot(path=str(folder / f"{name}{suffix}.png"), full_page=True, clip=clip)
 
 
-def visit(
-    browser, base_url: str, page: str, width: int, scheme: str, screenshots: Path, redirect: str
-) -> Visit:
-    """Load ``page`` in a fresh context, record everything, save a screenshot.
+def visit(tab, base_url: str, page: str, record: Visit, screenshots: Path, redirect: str) -> None:
+    """Load ``page`` in ``tab``, fill ``record`` with what it shows, save a screenshot.
 
-    ``redirect`` is where a page that redirects should land ("" when it does not).
+    ``redirect`` is where a page that redirects should land ("" when it does not). Guides and
+    other content pages are saved whole in light mode; the rest as their first screen.
     """
-    record = Visit(page, width, scheme)
+    tab.goto(f"{base_url}/{page}", wait_until="load")
+    if redirect:  # the root index.html opens the landing page with a meta refresh
+        tab.wait_for_url(f"{base_url}/{redirect}")
+        tab.wait_for_load_state("load")
+    whole = record.scheme == "light" and page.startswith(("guides/", "docs/"))
+    save_screenshots(tab, screenshots / f"{record.width}-{record.scheme}", page, full=whole)
+    found = tab.evaluate(COLLECT)
+    record.url, record.ids, record.links = found["url"], found["ids"], found["links"]
+    record.images, record.page_width = found["images"], found["pageWidth"]
+    record.wide_code, record.text = found["wideCode"], found["text"]
+    record.words, record.height, record.tables = found["words"], found["height"], found["tables"]
+
+
+def visit_all(browser, base_url, pages, width, scheme, screenshots, site) -> list[Visit]:
+    """Every page in one tab of one browser context at this width and colour scheme."""
+    records: list[Visit] = []
     context = browser.new_context(
-        viewport={"width": width, "height": 900}, color_scheme=scheme, device_scale_factor=1
+        viewport={"width": width, "height": HEIGHTS[width]},
+        color_scheme=scheme,
+        device_scale_factor=1,
     )
 
     def route(request_route):
@@ -143,39 +185,34 @@ def visit(
         if local_host(url):
             request_route.continue_()
         else:
-            record.offhost_requests.append(url)
+            records[-1].offhost_requests.append(url)
             request_route.abort()
 
     context.route("**/*", route)
     tab = context.new_page()
-    tab.on("console", lambda m: m.type == "error" and record.console_errors.append(m.text))
-    tab.on("pageerror", lambda e: record.console_errors.append(f"uncaught: {e}"))
+    tab.on("console", lambda m: m.type == "error" and records[-1].console_errors.append(m.text))
+    tab.on("pageerror", lambda e: records[-1].console_errors.append(f"uncaught: {e}"))
     tab.on(
         "response",
-        lambda r: r.status >= 400 and record.failed_responses.append(f"{r.status} {r.url}"),
+        lambda r: r.status >= 400 and records[-1].failed_responses.append(f"{r.status} {r.url}"),
     )
-    tab.goto(f"{base_url}/{page}", wait_until="load")
-    if redirect:  # the root index.html opens the landing page with a meta refresh
-        tab.wait_for_url(f"{base_url}/{redirect}")
-        tab.wait_for_load_state("load")
-    save_screenshots(tab, screenshots / f"{width}-{scheme}", page, full=scheme == "light")
-    found = tab.evaluate(COLLECT)
-    record.url, record.ids, record.links = found["url"], found["ids"], found["links"]
-    record.images, record.page_width = found["images"], found["pageWidth"]
-    record.wide_code, record.text = found["wideCode"], found["text"]
+    for page in pages:
+        records.append(Visit(page, width, scheme))
+        visit(tab, base_url, page, records[-1], screenshots, redirect_target(site, page))
     context.close()
-    return record
+    return records
 
 
 @pytest.fixture(scope="session")
 def visits(site, base_url, browser, screenshots) -> list[Visit]:
     """Every page at both widths in light mode, and at 1280 px in dark mode."""
-    plan = [(page, width, "light") for page in built_pages(site) for width in WIDTHS]
-    plan += [(page, 1280, "dark") for page in built_pages(site) if not page.startswith("_modules")]
-    return [
-        visit(browser, base_url, *step, screenshots, redirect_target(site, step[0]))
-        for step in plan
-    ]
+    pages = built_pages(site)
+    records = []
+    for width in WIDTHS:
+        records += visit_all(browser, base_url, pages, width, "light", screenshots, site)
+    content = [page for page in pages if not page.startswith("_modules")]
+    records += visit_all(browser, base_url, content, 1280, "dark", screenshots, site)
+    return records
 
 
 def report(problems: list[str]) -> str:
@@ -392,3 +429,71 @@ def test_the_site_opens_from_file_urls(browser, site):
     context.close()
     assert loaded
     assert not [e for e in errors if not any(re.search(p, e) for p in KNOWN_CONSOLE_ERRORS)], errors
+
+
+LENGTH_LIMITS = {
+    "guides/shard_mode_performance.html": {"words": 3400, "phone_screens": 20},
+    "guides/reduce_scatter.html": {"words": 3000},
+}
+"""Pages with a length budget: words outside collapsed dropdowns, and 390 x 844 px screens."""
+
+
+def page_lengths(visits: list[Visit]) -> dict[str, dict[str, float]]:
+    """Each content page's words outside collapsed dropdowns and its height in phone screens."""
+    return {
+        v.page: {"words": v.words, "phone_screens": round(v.height / HEIGHTS[390], 1)}
+        for v in visits
+        if v.width == 390 and v.scheme == "light" and not v.page.startswith("_modules")
+    }
+
+
+def test_pages_stay_within_their_length_budgets(visits, pytestconfig):
+    lengths = page_lengths(visits)
+    pytestconfig.stash[PAGE_LENGTHS] = lengths  # printed at the end of the run (conftest.py)
+    problems = [
+        f"{page}: {lengths[page][measure]} {measure.replace('_', ' ')}, budget {limit}"
+        for page, limits in LENGTH_LIMITS.items()
+        for measure, limit in limits.items()
+        if lengths[page][measure] > limit
+    ]
+    assert not problems, report(problems)
+
+
+def committed_external_links() -> set[str]:
+    """The addresses in ``docs/external_links.txt`` (each line's first field)."""
+    lines = (ROOT / "docs" / "external_links.txt").read_text().splitlines()
+    return {
+        line.split()[0].rstrip("/") for line in lines if line.strip() and not line.startswith("#")
+    }
+
+
+def external_links(visit: Visit) -> set[str]:
+    """The links on a page that leave this site, fragments dropped."""
+    return {
+        link.split("#")[0].rstrip("/")
+        for link in visit.links
+        if urlparse(link).scheme in ("http", "https") and not local_host(link)
+    }
+
+
+def test_every_external_link_is_in_the_committed_list(visits, pytestconfig):
+    pages = [v for v in visits if v.width == 1280 and v.scheme == "light"]
+    pytestconfig.stash[EXTERNAL_LINKS] = {v.page: sorted(external_links(v)) for v in pages}
+    listed = committed_external_links()
+    problems = [
+        f"{v.page}: {link} is not in docs/external_links.txt"
+        for v in pages
+        for link in sorted(external_links(v) - listed)
+    ]
+    assert not problems, report(problems)
+
+
+def test_no_table_overflows_on_a_phone_unless_its_first_column_is_sticky(visits):
+    problems = [
+        f"{v.where}: table '{table['head']}' overflows and its first column scrolls away"
+        for v in visits
+        if v.width == 390
+        for table in v.tables
+        if table["overflows"] and not table["sticky"]
+    ]
+    assert not problems, report(problems)
