@@ -216,6 +216,29 @@ def design_doc_comparison(
     return rows
 
 
+COMPARISON_COLUMNS = {
+    "collective": "collective",
+    "sent": "MB sent per device",
+    "measured": "measured (us)",
+    "one-way": "model, one way",
+    "bidirectional": "model, both ways",
+}
+"""Column titles for :func:`comparison_table_rows`."""
+
+
+def comparison_table_rows(rows: Sequence[dict]) -> list[dict]:
+    """Rows of :func:`design_doc_comparison` with readable numbers, for a table."""
+    return [
+        {
+            "collective": row["collective"],
+            "sent": f"{row['bytes_per_rank'] / 1e6:.2f}",
+            "measured": f"{row['measured_us_min']:.0f}-{row['measured_us_max']:.0f}",
+            **{case: f"{row[f'model_us_{case}']:.0f}" for case in BANDWIDTH_CASES},
+        }
+        for row in rows
+    ]
+
+
 def finish_functions(ranks: int) -> dict[str, Callable]:
     """Reduce-scatter and all-reduce of each rank's partial block, jitted on a ``ranks`` mesh."""
     mesh = make_mesh((ranks,), ("k",), "explicit")

@@ -196,12 +196,16 @@ def test_cli_cost_model_json(capsys):
     assert "jax-ml.github.io/scaling-book" in report["bandwidth_source"]
     cases = report["bandwidth_cases"]
     assert set(cases) == {"one-way", "bidirectional"}
-    assert cases["bidirectional"]["bandwidth_bytes_per_s"] == 2 * cases["one-way"]["bandwidth_bytes_per_s"]
+    assert (
+        cases["bidirectional"]["bandwidth_bytes_per_s"]
+        == 2 * cases["one-way"]["bandwidth_bytes_per_s"]
+    )
     assert cases["one-way"]["rows"] == report["rows"]
     for case in cases.values():
         assert "https://jax-ml.github.io/scaling-book/tpus/" in case["source"]
     measured = report["design_doc_measured"]
-    assert "pull/5091" in measured["source"] and "section 4.2" in measured["source"]
+    assert "pull/5091" in measured["source"]
+    assert "section 4.2" in measured["source"]
     assert [row["collective"] for row in measured["rows"]] == ["reduce-scatter", "all-reduce"]
     assert "a model" in report["model"]
     by_case = {}
