@@ -92,6 +92,7 @@ REPOSITORY_URL = _PYPROJECT["project"].get("urls", {}).get("Repository", "").rst
 """The repository's address: ``Repository`` in pyproject.toml's ``[project.urls]``, the one place
 it is set. Pages show it through the ``repository`` tag and role (see :func:`setup`)."""
 html_theme_options |= repository_options(REPOSITORY_URL)
+repository_address = REPOSITORY_URL  # a config value (see setup): changing it re-reads every page
 
 
 def repository_role(name, rawtext, text, lineno, inliner, options=None, content=None):
@@ -106,7 +107,8 @@ def repository_role(name, rawtext, text, lineno, inliner, options=None, content=
             f"{{repository}} takes only '/' (the repository's address), not {text!r}", line=lineno
         )
         return [inliner.problematic(rawtext, rawtext, message)], [message]
-    return [nodes.reference(rawtext, REPOSITORY_URL, refuri=REPOSITORY_URL)], []
+    address = nodes.literal(REPOSITORY_URL, REPOSITORY_URL)  # shown whole, not shortened
+    return [nodes.reference(rawtext, "", address, refuri=REPOSITORY_URL)], []
 
 
 # Where the site is published: GitHub Pages (the docs workflow sets SITE_BASE_URL) or Read the
@@ -219,6 +221,7 @@ def _link_executed_notebook(app, pagename, templatename, context, doctree):
 
 
 def setup(app):
+    app.add_config_value("repository_address", "", "env")
     if REPOSITORY_URL:
         app.tags.add("repository")
     app.add_role("repository", repository_role)
