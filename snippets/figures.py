@@ -115,54 +115,76 @@ def _matrix_text(rows: Sequence[Sequence[float]]) -> str:
     return "\n".join("[" + ", ".join(f"{v:g}" for v in row) + "]" for row in rows)
 
 
+def _sum_text(terms: Sequence[Sequence[float]], total: Sequence[float]) -> str:
+    """``[5, 6] + [14, 16]`` over ``= [19, 22]``: a finished row as the sum of its partial rows."""
+    return " + ".join(_matrix_text([row]) for row in terms) + "\n= " + _matrix_text([total])
+
+
+def _rank_boxes(ax, y: float, texts: Sequence[str]) -> None:
+    """One rounded box per rank at height ``y``, rank 0 left and rank 1 right."""
+    for rank, (x, text) in enumerate(zip(EXCHANGE_COLUMNS, texts, strict=True)):
+        ax.text(
+            x, y, text, ha="center", va="center", fontsize=10, family="monospace",
+            bbox={"boxstyle": "round", "facecolor": ("#dbe9f6", "#fde2cf")[rank], "edgecolor": "0.5"},
+        )  # fmt: skip
+
+
+EXCHANGE_COLUMNS = (2.4, 7.6)
+"""Where rank 0's and rank 1's boxes sit in the exchange figure (axes run from 0 to 10)."""
+
+
 def exchange_figure(report: dict) -> DataFigure:
-    """Who sends what to whom in the two-rank exchange of ``reduce_scatter.walkthrough()``."""
+    """The two-rank finish of ``reduce_scatter.walkthrough()``: reduce-scatter, then all-reduce.
+
+    The reduce-scatter panel shows each payload on its way to the row's owner and
+    the addition the owner does; the all-reduce panel shows what the alternative
+    leaves on each rank and what it sends.
+    """
     if report["ranks"] != 2:
         raise ValueError(f"The exchange figure draws two ranks; this report has {report['ranks']}.")
-    stages = [
-        ("local partial products", report["partials"]),
-        ("after reduce-scatter", report["shards"]),
-        ("after all-gather", report["gathered"]),
+    partials, shards = report["partials"], report["shards"]
+    sums = [
+        {"terms": [partial[rank] for partial in partials], "total": shards[rank][0]}
+        for rank in range(2)
     ]
+    sent = {
+        "reduce_scatter": report["bytes_per_rank"]["reduce_scatter"],
+        "all_reduce": report["hlo_bytes_per_rank"]["all_reduce"],
+    }
     figure = _figure(5.0)
     ax = figure.add_subplot()
-    ax.set(xlim=(0, 10), ylim=(1.0, 10.4))
+    ax.set(xlim=(0, 10), ylim=(0.6, 11.2))
     ax.axis("off")
-    xs = (1.7, 8.3)
-    for rank, x in enumerate(xs):
-        ax.text(x, 10.0, f"rank {rank}", ha="center", fontsize=12, weight="bold")
-    for level, (label, values) in enumerate(stages):
-        y = 8.4 - 3.3 * level
-        ax.text(5.0, y + 0.75, label, ha="center", fontsize=10, color="0.3")
-        for rank, x in enumerate(xs):
-            ax.text(
-                x, y, _matrix_text(values[rank]), ha="center", va="center", fontsize=10,
-                family="monospace",
-                bbox={"boxstyle": "round", "facecolor": ("#dbe9f6", "#fde2cf")[rank], "edgecolor": "0.5"},
-            )  # fmt: skip
-    sends = {
-        step: [t for t in report["transfers"] if t["step"] == step]
-        for step in ("reduce-scatter", "all-gather")
+    ax.text(5.0, 10.8, f"reduce-scatter: {sent['reduce_scatter']:g} B sent per rank",
+            ha="center", fontsize=11, weight="bold")  # fmt: skip
+    for rank, x in enumerate(EXCHANGE_COLUMNS):
+        ax.text(x, 10.0, f"rank {rank}: C_{rank}", ha="center", fontsize=10, color="0.3")
+    _rank_boxes(ax, 8.9, [_matrix_text(partial) for partial in partials])
+    transfers = [t for t in report["transfers"] if t["step"] == "reduce-scatter"]
+    for offset, send in zip((0.55, -0.55), transfers, strict=True):
+        start, end = EXCHANGE_COLUMNS[send["source"]], EXCHANGE_COLUMNS[send["target"]]
+        shift = 1.2 if start < end else -1.2
+        color = ("#1f77b4", "#d62728")[send["source"]]
+        y = 7.0 + offset
+        ax.annotate(
+            "", xy=(end - shift, y), xytext=(start + shift, y),
+            arrowprops={"arrowstyle": "->", "color": color},
+        )  # fmt: skip
+        row = partials[send["source"]][send["rows"][0]]
+        ax.text(5.0, y + 0.1, f"{_matrix_text([row])} {send['bytes']} B", ha="center",
+                va="bottom", fontsize=10, color=color)  # fmt: skip
+    _rank_boxes(ax, 5.2, [_sum_text(s["terms"], s["total"]) for s in sums])
+    ax.axhline(4.0, color="0.7", linewidth=0.8)
+    ax.text(5.0, 3.4, f"all-reduce instead: {sent['all_reduce']:g} B sent per rank",
+            ha="center", fontsize=11, weight="bold")  # fmt: skip
+    _rank_boxes(ax, 1.9, ["C_0 + C_1 =\n" + _matrix_text(c) for c in report["all_reduced"]])
+    data = {
+        "partials": partials,
+        "sums": sums,
+        "all_reduced": report["all_reduced"],
+        "bytes_per_rank": sent,
+        "transfers": transfers,
     }
-    for level, (step, transfers) in enumerate(sends.items()):
-        y = 6.75 - 3.3 * level
-        for offset, send in zip((0.45, -0.45), transfers, strict=True):
-            start, end = xs[send["source"]], xs[send["target"]]
-            shift = 1.25 if start < end else -1.25
-            color = ("#1f77b4", "#d62728")[send["source"]]
-            ax.annotate(
-                "", xy=(end - shift, y + offset), xytext=(start + shift, y + offset),
-                arrowprops={"arrowstyle": "->", "color": color},
-            )  # fmt: skip
-            if step == "reduce-scatter":  # the partial row the target owns
-                row = report["partials"][send["source"]][send["rows"][0]]
-            else:  # the source's finished row
-                row = report["shards"][send["source"]][0]
-            ax.text(
-                5.0, y + offset + 0.12, f"{_matrix_text([row])} {send['bytes']} B", ha="center",
-                va="bottom", fontsize=10, color=color,
-            )  # fmt: skip
-    data = {key: report[key] for key in ("partials", "shards", "gathered", "transfers")}
     return DataFigure(figure, data)
 
 
