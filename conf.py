@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import nbformat
+from docutils import nodes
 from jupyter_cache import get_cache
 from sphinx.pycode import ModuleAnalyzer
 
@@ -69,21 +70,13 @@ html_js_files = [("search_excerpts.js", {"defer": "defer"})]
 html_favicon = "docs/_static/favicon.svg"
 
 
-def repository_options(urls: dict[str, str]) -> dict[str, object]:
-    """Theme options for source, edit and launch links, from ``[project.urls]``'s ``Repository``.
+def repository_options(url: str) -> dict[str, object]:
+    """Theme options for the repository button and the source, edit and issue links of ``url``.
 
-    No URL, no links: whoever publishes the site adds ``Repository = "https://github.com/ORG/REPO"``
-    to ``[project.urls]`` in pyproject.toml, and every guide gains source and edit links and a
-    Binder launch button (JupyterLab with jupytext opens the ``.md`` guides as notebooks).
-    Colab opens only ``.ipynb`` files from GitHub, so its button is added once the guides are
-    paired with ``.ipynb`` copies in the repository (``jupytext --set-formats ipynb,md``).
+    With no address there are no such links, and no placeholder stands in for one.
     """
-    url = urls.get("Repository", "").rstrip("/")
     if not url:
         return {}
-    launch = {"binderhub_url": "https://mybinder.org", "notebook_interface": "jupyterlab"}
-    if any(Path(__file__).parent.glob("guides/*.ipynb")):
-        launch["colab_url"] = "https://colab.research.google.com"
     return {
         "repository_url": url,
         "repository_branch": "main",
@@ -92,12 +85,32 @@ def repository_options(urls: dict[str, str]) -> dict[str, object]:
         "use_source_button": True,
         "use_edit_page_button": True,
         "use_issues_button": True,
-        "launch_buttons": launch,
     }
 
 
 _PYPROJECT = tomllib.loads((Path(__file__).parent / "pyproject.toml").read_text())
-html_theme_options |= repository_options(_PYPROJECT["project"].get("urls", {}))
+REPOSITORY_URL = _PYPROJECT["project"].get("urls", {}).get("Repository", "").rstrip("/")
+"""The repository's address: ``Repository`` in pyproject.toml's ``[project.urls]``, the one place
+it is set. Pages show it through the ``repository`` tag and role (see :func:`setup`)."""
+html_theme_options |= repository_options(REPOSITORY_URL)
+repository_address = REPOSITORY_URL  # a config value (see setup): changing it re-reads every page
+
+
+def repository_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``{repository}`/``` shows the repository's address as a link; it needs one to be set.
+
+    Pages use it inside ``{only} repository``, which Sphinx drops when no address is set.
+    """
+    if not REPOSITORY_URL:
+        return [nodes.literal(rawtext, text)], []
+    if text != "/":
+        message = inliner.reporter.error(
+            f"{{repository}} takes only '/' (the repository's address), not {text!r}", line=lineno
+        )
+        return [inliner.problematic(rawtext, rawtext, message)], [message]
+    address = nodes.literal(REPOSITORY_URL, REPOSITORY_URL)  # shown whole, not shortened
+    return [nodes.reference(rawtext, "", address, refuri=REPOSITORY_URL)], []
+
 
 # Where the site is published: GitHub Pages (the docs workflow sets SITE_BASE_URL) or Read the
 # Docs (it sets READTHEDOCS_CANONICAL_URL). With an address, pages get a canonical link and the
@@ -209,6 +222,10 @@ def _link_executed_notebook(app, pagename, templatename, context, doctree):
 
 
 def setup(app):
+    app.add_config_value("repository_address", "", "env")
+    if REPOSITORY_URL:
+        app.tags.add("repository")
+    app.add_role("repository", repository_role)
     app.connect("doctree-read", _keep_executed_notebook)
     app.connect("env-purge-doc", _forget_executed_notebook)
     app.connect("env-merge-info", _merge_executed_notebooks)

@@ -4,8 +4,11 @@
 prints, for each run, the ``Sharding`` custom calls, the weight-gradient
 transpose-of-dot sites and what stands in them, the transposes and relayout
 copies left after compilation, and the collectives; then the out_sharding pin
-check, the single-device control, this backend's pass order and the causal
-control (``snippets.causal_control``). It runs unchanged on a TPU VM.
+check, the single-device control, this backend's pass order, the causal
+control (``snippets.causal_control``) and ``lowered_for``: the HLO the explicit
+EV step hands to XLA:TPU and XLA:GPU, lowered here without that hardware and
+compared with the CPU lowering. Written for CPU and run only there: the causal
+control expects XLA:CPU's error text and raises ``XlaChangedError`` elsewhere.
 """
 
 from __future__ import annotations
@@ -38,10 +41,14 @@ from snippets.lowering import (
     LoweredStep,
     StepConfig,
     add_step_arguments,
+    build_step,
     every_mode_and_variant,
     lower_step,
     step_config,
 )
+
+OTHER_PLATFORMS = ("tpu", "cuda")
+"""Backends whose lowering :func:`lowered_for` compares with the CPU's; no such hardware is needed."""
 
 
 def run_report(lowered: LoweredStep) -> dict:
@@ -79,17 +86,46 @@ def gradient_relayouts(lowered: LoweredStep) -> dict:
     }
 
 
+def _line_diff(before: str, after: str) -> list[str]:
+    """The ``-``/``+`` lines of a unified diff of two texts, without headers."""
+    diff = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+    return [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+
+
 def pin_diff(config: StepConfig) -> dict:
     """Lower with and without the logits out_sharding pin and diff the HLO before optimisation."""
     pinned = lower_step(dataclasses.replace(config, pin_logits=True)).hlo
     unpinned = lower_step(dataclasses.replace(config, pin_logits=False)).hlo
-    diff = difflib.unified_diff(pinned.splitlines(), unpinned.splitlines(), lineterm="", n=0)
-    lines = [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
     return {
-        "lines": lines,
+        "lines": _line_diff(pinned, unpinned),
         "sharding_calls_pinned": sharding_call_count(pinned),
         "sharding_calls_unpinned": sharding_call_count(unpinned),
         "sharding_calls_from_pin": sharding_call_count(pinned) - sharding_call_count(unpinned),
+    }
+
+
+def lowered_for(config: StepConfig, platforms: Sequence[str] = OTHER_PLATFORMS) -> dict:
+    """The HLO before optimisation that each platform's XLA receives for ``config``'s step.
+
+    ``jitted.trace(*args).lower(lowering_platforms=(platform,))`` lowers for a backend
+    this machine does not have. Each platform reports whether its text is identical to
+    the lowering for ``"cpu"``, its ``Sharding`` call count and the differing lines.
+    It shows what enters that backend's compiler, nothing about the passes it then runs.
+    """
+    step = build_step(config)
+    with jax.set_mesh(step.mesh):
+        traced = step.function.trace(*step.args)
+        hlo = {
+            platform: traced.lower(lowering_platforms=(platform,)).compiler_ir("hlo").as_hlo_text()
+            for platform in ("cpu", *platforms)
+        }
+    return {
+        platform: {
+            "identical_to_cpu": hlo[platform] == hlo["cpu"],
+            "sharding_calls": sharding_call_count(hlo[platform]),
+            "diff": _line_diff(hlo["cpu"], hlo[platform]),
+        }
+        for platform in platforms
     }
 
 
@@ -120,6 +156,7 @@ def pass_window(config: StepConfig) -> dict:
     return {
         "first_algsimp": order.first_algsimp,
         "first_spmd_partitioner": order.first_spmd_partitioner,
+        "partitioner_pass": order.partitioner_pass,
         "partitioner_first": order.partitioner_first,
         "sites_at_first_algsimp": [
             {"between": list(site.between), "kind": site.kind}
@@ -131,7 +168,8 @@ def pass_window(config: StepConfig) -> dict:
 
 
 def barrier_report(base: StepConfig) -> dict:
-    """Every (mode x variant) on ``base``'s mesh, the pin check, the single-device control and the pass order."""
+    """Every (mode x variant) on ``base``'s mesh, the pin check, the single-device control, the pass
+    order and the explicit EV step lowered for TPU and GPU (:func:`lowered_for`)."""
     runs = [run_report(lower_step(config)) for config in every_mode_and_variant(base)]
     if base.optimizer != "none":
         for run, config in zip(runs, every_mode_and_variant(base), strict=True):
@@ -154,6 +192,7 @@ def barrier_report(base: StepConfig) -> dict:
         "pin": pin,
         "single_device_folded": single["folded"],
         "single_device": single,
+        "lowered_for": lowered_for(explicit_ev),
     }
 
 
@@ -177,6 +216,29 @@ def structure_rows(report: dict) -> list[dict]:
         }
         for run in report["runs"]
     ]
+
+
+def relayout_summary(settings: dict[str, StepConfig]) -> tuple[list[dict], list[dict]]:
+    """The weight gradient's relayouts for every (mode x variant) under each named setting.
+
+    Returns one row per group of runs whose counts agree in every setting (the rows that
+    differ, for a short table), and every run with its counts and relayout ops (the details).
+    """
+    details: dict[str, dict] = {}
+    for name, base in settings.items():
+        for config in every_mode_and_variant(base):
+            row = details.setdefault(f"{config.mode}/{config.variant}", {})
+            found = gradient_relayouts(lower_step(config))
+            row[name] = found["gradient_relayouts"]
+            row[f"{name}: ops"] = "; ".join(found["gradient_relayout_ops"]) or "none"
+    groups: dict[tuple, list[str]] = {}
+    for run, row in details.items():
+        groups.setdefault(tuple(row[name] for name in settings), []).append(run)
+    summary = [
+        {"runs": ", ".join(runs), **dict(zip(settings, counts, strict=True))}
+        for counts, runs in groups.items()
+    ]
+    return summary, [{"run": run, **row} for run, row in details.items()]
 
 
 def format_table(report: dict) -> str:
@@ -297,6 +359,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"{report['pin']['sharding_calls_from_pin']} Sharding calls from it"
     )
     print(f"single device (explicit): weight gradient folded = {report['single_device_folded']}")
+    for platform, lowered in report["lowered_for"].items():
+        print(
+            f"lowered for {platform}: identical to the CPU lowering {lowered['identical_to_cpu']}, "
+            f"{lowered['sharding_calls']} Sharding calls"
+        )
     for row in report["causal_control"]:
         print(
             f"causal control {row['mode']}/{row['variant']}: gradient in kernel order "

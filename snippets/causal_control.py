@@ -1,17 +1,18 @@
 """The causal control: a ``Sharding`` call left in the module stops XLA's transpose-of-dot fold.
 
-On TPU and GPU the algebraic simplifier runs before the SPMD partitioner, so it
-meets explicit mode's ``Sharding`` custom calls still in the module. XLA:CPU
-never shows that order on its own: with several devices the partitioner runs
-first, and with one device the ``sharding-remover`` pass deletes the calls
-before the simplifier (``RunHloPassesThroughLayoutAssn`` in XLA's
-``xla/service/cpu/cpu_compiler.cc``). Disabling that one pass reproduces the
-TPU/GPU order on CPU: the simplifier sees the unpartitioned module with the
-calls in it. Code generation then fails on the leftover calls, but XLA has
-already written its optimised module, and that module is what this reads.
+XLA:CPU never lets its algebraic simplifier meet explicit mode's ``Sharding``
+custom calls: with several devices the partitioner runs first, and with one
+device the ``sharding-remover`` pass deletes the calls before the simplifier
+(``RunHloPassesThroughLayoutAssn`` in XLA's ``xla/service/cpu/cpu_compiler.cc``).
+The control compiles the same one-device explicit module twice, with that one
+pass on (the default) and off. No pass is reordered: with the remover off, the
+simplifier meets the calls on an unpartitioned module, as the TPU and GPU
+pipelines' simplifier does before their partitioner. Code generation then fails
+on the leftover calls, but XLA has already written its optimised module, and
+that module is what this reads. CPU only: it expects XLA:CPU's error text.
 
-``python -m snippets.causal_control [--json]`` prints the control for every
-(shard mode x head variant).
+``python -m snippets.causal_control [--json]`` prints the control (remover off)
+for every (shard mode x head variant).
 """
 
 from __future__ import annotations
@@ -43,36 +44,45 @@ EXPECTED_CODEGEN_ERROR = "No registered implementation for untyped custom call t
 OPTIONS = {"xla_disable_hlo_passes": "sharding-remover", "xla_dump_hlo_pass_re": ".*"}
 """Compiler options of the control: keep the calls, dump the module after every pass."""
 
+REMOVER_ON = {"xla_dump_hlo_pass_re": ".*"}
+"""Compiler options of the paired run: the default pipeline, dumped after every pass."""
+
 
 class XlaChangedError(RuntimeError):
     """The control did not end the way the guide describes: XLA changed, and the page must too."""
 
 
-def _compile_with_sharding_calls(config: StepConfig) -> tuple[str, dict[str, str], str | None]:
-    """Compile ``config``'s one-device step without sharding-remover: HLO, dumps, error (if any)."""
+def _compile_with_dumps(
+    config: StepConfig, remover: bool = False
+) -> tuple[str, dict[str, str], str | None]:
+    """Compile ``config``'s one-device step, sharding-remover on or off: HLO, dumps, error (if any)."""
     lowered = build_step(config).lower()
     hlo = lowered.compiler_ir("hlo").as_hlo_text()
+    options = REMOVER_ON if remover else OPTIONS
     with tempfile.TemporaryDirectory() as directory:
         error = None
         try:
-            lowered.compile(compiler_options={**OPTIONS, "xla_dump_to": directory})
+            lowered.compile(compiler_options={**options, "xla_dump_to": directory})
         except jax.errors.JaxRuntimeError as failure:
             error = str(failure)
         dumps = read_pass_dumps(directory)
     return hlo, dumps, error
 
 
-def _check_the_ending(config: StepConfig, calls: int, error: str | None) -> str:
+def _check_the_ending(
+    config: StepConfig, calls: int, error: str | None, remover: bool = False
+) -> str:
     """``"codegen failed as expected"`` or ``"compiled"``; anything else means XLA changed."""
-    if calls and error is not None and EXPECTED_CODEGEN_ERROR in error:
+    kept = calls and not remover
+    if kept and error is not None and EXPECTED_CODEGEN_ERROR in error:
         return "codegen failed as expected"
-    if not calls and error is None:
+    if not kept and error is None:
         return "compiled"
     what = f"failed with: {error.splitlines()[0]}" if error else "compiled"
     raise XlaChangedError(
         f"{config.mode}/{config.variant}: with {calls} Sharding call(s) and sharding-remover "
-        f"disabled the one-device step {what}; expected "
-        + (f"codegen to fail with {EXPECTED_CODEGEN_ERROR!r}" if calls else "it to compile")
+        f"{'on' if remover else 'disabled'} the one-device step {what}; expected "
+        + (f"codegen to fail with {EXPECTED_CODEGEN_ERROR!r}" if kept else "it to compile")
         + ". XLA changed: re-measure and rewrite the causal control in the shard-mode guide."
     )
 
@@ -110,11 +120,15 @@ def _last_site_chain(dumps: dict[str, str], dims: tuple[int, int]) -> dict | Non
     return None
 
 
-def control(config: StepConfig) -> dict:
-    """The control for one (mode, variant): is the weight gradient written in the kernel's order?"""
+def control(config: StepConfig, remover: bool = False) -> dict:
+    """The control for one (mode, variant): is the weight gradient written in the kernel's order?
+
+    ``remover=False`` (the control) disables sharding-remover; ``True`` compiles as XLA:CPU
+    does by default, the other half of the pair.
+    """
     one_device = dataclasses.replace(config, devices=1, mesh="dp")
-    hlo, dumps, error = _compile_with_sharding_calls(one_device)
-    ending = _check_the_ending(one_device, sharding_call_count(hlo), error)
+    hlo, dumps, error = _compile_with_dumps(one_device, remover)
+    ending = _check_the_ending(one_device, sharding_call_count(hlo), error, remover)
     final = _optimised_module(dumps)
     emb, vocab = config.kernel_dims
     stored = (vocab, emb) if config.variant == "VE" else (emb, vocab)
@@ -133,6 +147,7 @@ def control(config: StepConfig) -> dict:
     return {
         "mode": config.mode,
         "variant": config.variant,
+        "sharding_remover": "on" if remover else "off",
         "gradient_in_kernel_order": bool(kernel_order_dots) and not gradient_transposes,
         "gradient_transposes": len(gradient_transposes),
         "sharding_calls_at_first_simplifier": sharding_call_count(
@@ -141,6 +156,12 @@ def control(config: StepConfig) -> dict:
         "chain_at_site": _last_site_chain(dumps, config.kernel_dims),
         "ending": ending,
     }
+
+
+def paired_control(config: StepConfig) -> list[dict]:
+    """One explicit module on one device, compiled with sharding-remover on and then off."""
+    explicit = dataclasses.replace(config, mode="explicit", variant="EV", optimizer="none")
+    return [control(explicit, remover=True), control(explicit, remover=False)]
 
 
 def causal_control(base: StepConfig) -> list[dict]:

@@ -264,11 +264,11 @@ def _check_arrays(
 def restore(directory: str | Path, model: nnx.Module, *, allow_cast: bool = False) -> nnx.Module:
     """Load a checkpoint into ``model`` in place, each kernel transposed to its module's layout.
 
-    A kernel stored in the other layout is read straight into the target
-    sharding, permuted to match, then transposed on the devices: each device
-    reads and transposes only its own shard. Every array is checked against the
-    checksum recorded at save; a dtype differs from the model's only with
-    ``allow_cast=True``.
+    A kernel stored in the other layout is read into the target sharding,
+    permuted to match, then transposed on the devices by a jitted transpose
+    whose output sharding is the target's. Every array is checked against the
+    checksum recorded at save (read whole on the host); a dtype differs from
+    the model's only with ``allow_cast=True``.
     """
     directory = _checkpoint_dir(directory)
     if not (directory / "params").is_dir():

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import io
 import json
-import textwrap
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -116,115 +115,222 @@ def _matrix_text(rows: Sequence[Sequence[float]]) -> str:
     return "\n".join("[" + ", ".join(f"{v:g}" for v in row) + "]" for row in rows)
 
 
+def _sum_text(terms: Sequence[Sequence[float]], total: Sequence[float]) -> str:
+    """``[5, 6] + [14, 16]`` over ``= [19, 22]``: a finished row as the sum of its partial rows."""
+    return " + ".join(_matrix_text([row]) for row in terms) + "\n= " + _matrix_text([total])
+
+
+def _rank_boxes(ax, y: float, texts: Sequence[str]) -> None:
+    """One rounded box per rank at height ``y``, rank 0 left and rank 1 right."""
+    for rank, (x, text) in enumerate(zip(EXCHANGE_COLUMNS, texts, strict=True)):
+        ax.text(
+            x, y, text, ha="center", va="center", fontsize=10, family="monospace",
+            bbox={"boxstyle": "round", "facecolor": ("#dbe9f6", "#fde2cf")[rank], "edgecolor": "0.5"},
+        )  # fmt: skip
+
+
+EXCHANGE_COLUMNS = (2.4, 7.6)
+"""Where rank 0's and rank 1's boxes sit in the exchange figure (axes run from 0 to 10)."""
+
+
 def exchange_figure(report: dict) -> DataFigure:
-    """Who sends what to whom in the two-rank exchange of ``reduce_scatter.walkthrough()``."""
+    """The two-rank finish of ``reduce_scatter.walkthrough()``: reduce-scatter, then all-reduce.
+
+    The reduce-scatter panel shows each payload on its way to the row's owner and
+    the addition the owner does; the all-reduce panel shows what the alternative
+    leaves on each rank and what it sends.
+    """
     if report["ranks"] != 2:
         raise ValueError(f"The exchange figure draws two ranks; this report has {report['ranks']}.")
-    stages = [
-        ("local partial products", report["partials"]),
-        ("after reduce-scatter", report["shards"]),
-        ("after all-gather", report["gathered"]),
+    partials, shards = report["partials"], report["shards"]
+    sums = [
+        {"terms": [partial[rank] for partial in partials], "total": shards[rank][0]}
+        for rank in range(2)
     ]
+    sent = {
+        "reduce_scatter": report["bytes_per_rank"]["reduce_scatter"],
+        "all_reduce": report["hlo_bytes_per_rank"]["all_reduce"],
+    }
     figure = _figure(5.0)
     ax = figure.add_subplot()
-    ax.set(xlim=(0, 10), ylim=(1.0, 10.4))
+    ax.set(xlim=(0, 10), ylim=(0.6, 11.2))
     ax.axis("off")
-    xs = (1.7, 8.3)
-    for rank, x in enumerate(xs):
-        ax.text(x, 10.0, f"rank {rank}", ha="center", fontsize=12, weight="bold")
-    for level, (label, values) in enumerate(stages):
-        y = 8.4 - 3.3 * level
-        ax.text(5.0, y + 0.75, label, ha="center", fontsize=10, color="0.3")
-        for rank, x in enumerate(xs):
-            ax.text(
-                x, y, _matrix_text(values[rank]), ha="center", va="center", fontsize=10,
-                family="monospace",
-                bbox={"boxstyle": "round", "facecolor": ("#dbe9f6", "#fde2cf")[rank], "edgecolor": "0.5"},
-            )  # fmt: skip
-    sends = {
-        step: [t for t in report["transfers"] if t["step"] == step]
-        for step in ("reduce-scatter", "all-gather")
+    ax.text(5.0, 10.8, f"reduce-scatter: {sent['reduce_scatter']:g} B sent per rank",
+            ha="center", fontsize=11, weight="bold")  # fmt: skip
+    for rank, x in enumerate(EXCHANGE_COLUMNS):
+        ax.text(x, 10.0, f"rank {rank}: C_{rank}", ha="center", fontsize=10, color="0.3")
+    _rank_boxes(ax, 8.9, [_matrix_text(partial) for partial in partials])
+    transfers = [t for t in report["transfers"] if t["step"] == "reduce-scatter"]
+    for offset, send in zip((0.55, -0.55), transfers, strict=True):
+        start, end = EXCHANGE_COLUMNS[send["source"]], EXCHANGE_COLUMNS[send["target"]]
+        shift = 1.2 if start < end else -1.2
+        color = ("#1f77b4", "#d62728")[send["source"]]
+        y = 7.0 + offset
+        ax.annotate(
+            "", xy=(end - shift, y), xytext=(start + shift, y),
+            arrowprops={"arrowstyle": "->", "color": color},
+        )  # fmt: skip
+        row = partials[send["source"]][send["rows"][0]]
+        ax.text(5.0, y + 0.1, f"{_matrix_text([row])} {send['bytes']} B", ha="center",
+                va="bottom", fontsize=10, color=color)  # fmt: skip
+    _rank_boxes(ax, 5.2, [_sum_text(s["terms"], s["total"]) for s in sums])
+    ax.axhline(4.0, color="0.7", linewidth=0.8)
+    ax.text(5.0, 3.4, f"all-reduce instead: {sent['all_reduce']:g} B sent per rank",
+            ha="center", fontsize=11, weight="bold")  # fmt: skip
+    _rank_boxes(ax, 1.9, ["C_0 + C_1 =\n" + _matrix_text(c) for c in report["all_reduced"]])
+    data = {
+        "partials": partials,
+        "sums": sums,
+        "all_reduced": report["all_reduced"],
+        "bytes_per_rank": sent,
+        "transfers": transfers,
     }
-    for level, (step, transfers) in enumerate(sends.items()):
-        y = 6.75 - 3.3 * level
-        for offset, send in zip((0.45, -0.45), transfers, strict=True):
-            start, end = xs[send["source"]], xs[send["target"]]
-            shift = 1.25 if start < end else -1.25
-            color = ("#1f77b4", "#d62728")[send["source"]]
-            ax.annotate(
-                "", xy=(end - shift, y + offset), xytext=(start + shift, y + offset),
-                arrowprops={"arrowstyle": "->", "color": color},
-            )  # fmt: skip
-            if step == "reduce-scatter":  # the partial row the target owns
-                row = report["partials"][send["source"]][send["rows"][0]]
-            else:  # the source's finished row
-                row = report["shards"][send["source"]][0]
-            ax.text(
-                5.0, y + offset + 0.12, f"{_matrix_text([row])} {send['bytes']} B", ha="center",
-                va="bottom", fontsize=10, color=color,
-            )  # fmt: skip
-    data = {key: report[key] for key in ("partials", "shards", "gathered", "transfers")}
     return DataFigure(figure, data)
 
 
-TPU_PASS_WINDOW = {"algsimp": (8, 9), "spmd-partitioner": (12, 16)}
-"""Pass positions the source PR reports for its TPU compile (simplification-1 at 0008-0009,
-the partitioner at 0012-0016). Quoted, not measured here."""
+TPU_PASS_WINDOW = {
+    "algsimp": "passes 0008-0009",
+    "xla-partitioner /\nshardy-xla": "passes 0012-0016",
+}
+"""The TPU compile's pass positions, quoted: the source PR gives the numbers, MaxText's design
+doc (section 4.5) the partitioner's names. Not measured here; the TPU compiler is not open source."""
+
+GPU_PASS_ORDER = {"algsimp": "in spmd-simplify", "shardy-xla, then\nspmd-partitioning": ""}
+"""XLA:GPU's order as ``xla/service/gpu/gpu_spmd_pipeline.cc`` builds it: read from the source."""
+
+_PASS_COLORS = {"algsimp": "#2ca02c", "partitioner": "#d62728"}
+
+
+def _pass_row(ax, y: float, title: str, passes: dict[str, str], note: str) -> None:
+    """One backend's first two passes as boxes in execution order, each named as that backend names it."""
+    ax.text(0.0, y + 0.62, title, fontsize=11, weight="bold", va="bottom")
+    for x, (name, where) in zip((0.0, 0.55), passes.items(), strict=True):
+        kind = "algsimp" if name == "algsimp" else "partitioner"
+        ax.text(
+            x, y, f"{name}\n{where}".strip(), fontsize=10, va="center", ha="left",
+            bbox={"boxstyle": "round", "facecolor": _PASS_COLORS[kind], "alpha": 0.25},
+        )  # fmt: skip
+    ax.annotate("", xy=(0.53, y), xytext=(0.45, y), arrowprops={"arrowstyle": "->"})
+    ax.text(0.0, y - 0.5, note, fontsize=10, color="0.25", va="center")
 
 
 def pass_window_figure(cpu_window: dict) -> DataFigure:
-    """Where the fold can fire: this backend's measured pass order beside the source's TPU order."""
+    """Which runs first, the simplifier or the partitioner: CPU measured, TPU quoted, GPU from source.
+
+    Each row names its passes as that backend does and places them by order only: the
+    CPU's dump indices and the TPU's pass numbers are different units, so no axis is shared.
+    """
     cpu = {
-        "spmd-partitioner": (cpu_window["first_spmd_partitioner"],) * 2,
-        "algsimp": (cpu_window["first_algsimp"],) * 2,
+        cpu_window["partitioner_pass"]: f"dump {cpu_window['first_spmd_partitioner']}",
+        "algsimp": f"dump {cpu_window['first_algsimp']}",
     }
+    cpu_note = "an all-reduce already stands between dot and transpose"
+    if not cpu_window["partitioner_first"]:
+        cpu, cpu_note = dict(reversed(cpu.items())), "folds unless a Sharding call is in the way"
     rows = [
-        ("CPU, measured in this build", cpu),
-        ("TPU, as reported by the source PR", TPU_PASS_WINDOW),
+        ("CPU, measured in this build", cpu, cpu_note),
+        ("TPU, quoted from MaxText", TPU_PASS_WINDOW, "folds unless a Sharding call is in the way"),
+        (
+            "GPU, read from XLA's source",
+            GPU_PASS_ORDER,
+            "simplifier first, as on TPU (not run here)",
+        ),
     ]
-    colors = {"algsimp": "#2ca02c", "spmd-partitioner": "#d62728"}
     figure = _figure(4.4)
-    axes = figure.subplots(2, 1)
-    for ax, (title, passes) in zip(axes, rows, strict=True):
-        end = max(stop for _, stop in passes.values()) + 3
-        ax.set(xlim=(0, end), ylim=(0, 1.6), yticks=[])
-        ax.set_title(title, fontsize=11, loc="left")
-        ax.set_xlabel("position in the pass dump", fontsize=10)
-        ax.tick_params(axis="x", labelsize=10)
-        for name, (start, stop) in passes.items():
-            ax.broken_barh([(start - 0.4, stop - start + 0.8)], (0.15, 0.5), color=colors[name])
-            ax.text((start + stop) / 2, 0.75, name, ha="center", va="bottom", fontsize=10)
-        fold_first = passes["algsimp"][0] < passes["spmd-partitioner"][0]
-        note = (
-            "algsimp first: the fold fires unless a Sharding call is in the way"
-            if fold_first
-            else "partitioner first: an all-reduce is already between dot and transpose"
-        )
-        ax.text(0.3, 1.2, textwrap.fill(note, 60), va="center", fontsize=10, color="0.25")
-    data = {"cpu": cpu_window, "tpu_quoted": TPU_PASS_WINDOW}
+    ax = figure.add_subplot()
+    ax.set(xlim=(0, 1), ylim=(0.2, 6.0))
+    ax.axis("off")
+    for y, (title, passes, note) in zip((5.0, 3.0, 1.0), rows, strict=True):
+        _pass_row(ax, y, title, passes, note)
+    data = {"cpu": cpu_window, "tpu_quoted": TPU_PASS_WINDOW, "gpu_from_source": GPU_PASS_ORDER}
     return DataFigure(figure, data)
 
 
+_SHORT_VERDICT = {
+    "no measurable difference": "no difference",
+    "faster than auto EV": "faster",
+    "slower than auto EV": "slower",
+}
+
+
 def ratio_figure(rows: Sequence[dict]) -> DataFigure:
-    """Step-time ratios to auto/EV, median with min-max whiskers, one bar per (mode, variant)."""
+    """Step-time ratios to auto/EV, median with min-max whiskers, each bar labelled with its verdict.
+
+    ``rows`` are :func:`snippets.bench.bench`'s, each with its ``verdict``. A bar whose range
+    straddles 1.0 is drawn faded and says "no difference", so the eye does not read its
+    median as a speed-up or a slowdown.
+    """
     figure = _figure(1.4 + 0.4 * len(rows))
     ax = figure.add_subplot()
     colors = {"explicit": "#1f77b4", "auto": "#ff7f0e"}
     medians = [r["ratio_to_auto_EV"] for r in rows]
+    verdicts = [r["verdict"] for r in rows]
     errors = [
         [m - r["ratio_min"] for m, r in zip(medians, rows, strict=True)],
         [r["ratio_max"] - m for m, r in zip(medians, rows, strict=True)],
     ]
     positions = range(len(rows))[::-1]  # first row on top, as in the table
-    ax.barh(positions, medians, xerr=errors, capsize=3, color=[colors[r["mode"]] for r in rows])
+    bars = ax.barh(
+        positions, medians, xerr=errors, capsize=3, color=[colors[r["mode"]] for r in rows]
+    )
+    for bar, verdict in zip(bars, verdicts, strict=True):
+        bar.set_alpha(0.35 if verdict == "no measurable difference" else 1.0)
     ax.set_yticks(list(positions), [r["variant"] for r in rows], fontsize=11)
-    for y, median, row in zip(positions, medians, rows, strict=True):
-        ax.text(row["ratio_max"] + 0.03, y, f"{median:.3f}", va="center", fontsize=11)
+    labels = ax.get_yaxis_transform()  # x in axes fraction, y in data
+    for y, median, verdict in zip(positions, medians, verdicts, strict=True):
+        label = f"{median:.2f}: {_SHORT_VERDICT[verdict]}"
+        ax.text(0.99, y, label, transform=labels, ha="right", va="center", fontsize=10)
     ax.axvline(1.0, color="0.3", linewidth=0.8, linestyle="--")
-    ax.set_xlim(0, max(r["ratio_max"] for r in rows) * 1.3)
-    ax.set_xlabel("step time / auto EV step time", fontsize=11)
+    ax.set_xlim(0, max(r["ratio_max"] for r in rows) * 1.8)  # the labels' column on the right
+    ax.set_xlabel("step time / auto EV step time (CPU)", fontsize=11)
     ax.tick_params(axis="x", labelsize=11)
     handles = [Patch(color=color, label=f"{mode} mode") for mode, color in colors.items()]
     figure.legend(handles=handles, fontsize=11, loc="outside upper center", ncols=2, frameon=False)
     keys = ("mode", "variant", "ratio_to_auto_EV", "ratio_min", "ratio_max")
-    return DataFigure(figure, [{key: row[key] for key in keys} for row in rows])
+    drawn = [
+        {**{key: row[key] for key in keys}, "verdict": v}
+        for row, v in zip(rows, verdicts, strict=True)
+    ]
+    return DataFigure(figure, drawn)
+
+
+SOURCE_TPU_RESULTS = [
+    {"config": "dp4", "auto": 4430.2, "explicit [E,V]": 4844.0, "explicit [V,E]": 4420.1},
+    {"config": "emb4096", "auto": 72200.8, "explicit [E,V]": 73330.0, "explicit [V,E]": 72601.8},
+]
+"""Step times in microseconds on a TPU v5p-8, 2 repetitions per configuration, quoted from the
+MaxText pull request that added ``lm_head_kernel_transposed``. Not measured here."""
+
+
+def penalty_percent(row: dict, variant: str) -> float:
+    """How much slower than auto a variant of a quoted row is, in percent.
+
+    >>> round(penalty_percent(SOURCE_TPU_RESULTS[0], "explicit [E,V]"), 2)
+    9.34
+    """
+    return 100 * (row[variant] / row["auto"] - 1)
+
+
+def source_tpu_figure(rows: Sequence[dict] = SOURCE_TPU_RESULTS) -> DataFigure:
+    """The source PR's TPU penalties, explicit over auto, before and after its fix: quoted, not ours."""
+    variants = {"explicit [E,V]": "#1f77b4", "explicit [V,E]": "#2ca02c"}
+    figure = _figure(2.9)
+    ax = figure.add_subplot()
+    for offset, (variant, color) in zip((0.2, -0.2), variants.items(), strict=True):
+        values = [penalty_percent(row, variant) for row in rows]
+        positions = [len(rows) - 1 - i + offset for i in range(len(rows))]
+        ax.barh(positions, values, height=0.38, color=color, label=variant)
+        for y, value in zip(positions, values, strict=True):
+            ax.text(max(value, 0) + 0.2, y, f"{value:+.2f}%", va="center", fontsize=10)
+    ax.set_yticks(range(len(rows))[::-1], [row["config"] for row in rows], fontsize=11)
+    ax.axvline(0, color="0.3", linewidth=0.8)
+    ax.set_xlim(-1, 12)
+    ax.set_xlabel("step time vs auto (%), TPU v5p-8", fontsize=11)
+    ax.tick_params(axis="x", labelsize=10)
+    ax.set_title("Quoted from the MaxText PR, not measured here", fontsize=10, loc="left")
+    figure.legend(fontsize=10, loc="outside upper center", ncols=2, frameon=False)
+    data = [
+        {"config": row["config"], **{v: round(penalty_percent(row, v), 2) for v in variants}}
+        for row in rows
+    ]
+    return DataFigure(figure, data)

@@ -3,9 +3,11 @@
 Autodiff of ``x @ kernel`` (kernel ``[embed, vocab]``) computes the weight
 gradient as ``dot(g, x) -> [vocab, embed]`` and transposes it. This custom VJP
 contracts the token dims of ``dot_general(x, g)`` instead, which writes
-``[embed, vocab]`` directly: no transpose to fold, whatever the shard mode. It
-is the alternative the upstream project moved to after the transposed-kernel
-flag (see the shard-mode guide).
+``[embed, vocab]`` directly: no transpose to fold, whatever the shard mode and
+whatever order the compiler runs its passes in. MaxText's design doc (open pull
+request 5091) first implemented its ``lm_head_weight_grad_in_kernel_order`` flag
+this way, then, in its revision of 2026-09-03, with ``jax.sharding.auto_axes``
+(``snippets.auto_axes_head``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,11 @@ def _explicit_spec(array: jax.Array) -> PartitionSpec | None:
 def kernel_order_logits(
     x: jax.Array, kernel: jax.Array, out_sharding: PartitionSpec | None
 ) -> jax.Array:
-    """``x @ kernel`` over the last axis of ``x``, for a kernel stored ``[embed, vocab]``."""
+    """``x @ kernel`` over the last axis of ``x``, for a kernel stored ``[embed, vocab]``.
+
+    A ``jax.custom_vjp``: its backward rule (``_backward``, registered with ``defvjp``)
+    writes the kernel's gradient in that same order, with ``out_sharding`` kept.
+    """
     return lax.dot_general(x, kernel, (((x.ndim - 1,), (0,)), ((), ())), out_sharding=out_sharding)
 
 

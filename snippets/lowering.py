@@ -10,7 +10,8 @@ the head variant are configurable:
 * ``kernel-order-grad``: ``[embed, vocab]`` with a custom VJP that writes the
   weight gradient in kernel order (``snippets.kernel_order_grad``);
 * ``auto-axes``: ``[embed, vocab]`` with the head's dot in a ``jax.sharding.auto_axes``
-  region, upstream's shipped fix (``snippets.auto_axes_head``).
+  region, the fix MaxText's design doc proposes in its revision of 2026-09-03 (open pull
+  request 5091; ``snippets.auto_axes_head``).
 
 ``python -m snippets.lowering [--mode M] [--variant V] [--mesh dp|dp_fsdp] [--devices N]
 [--emb E] [--vocab V] [--batch B] [--seq S] [--dtype D] [--show stablehlo|hlo|compiled]

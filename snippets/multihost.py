@@ -4,9 +4,10 @@ On a TPU pod slice every host runs the same script as one process of a JAX
 cluster, and ``jax.distributed.initialize()`` joins them into one global set
 of devices. The same multi-controller runtime runs on CPU processes, so this
 module starts ``processes`` worker processes on 127.0.0.1, each with
-``local_devices`` simulated CPU devices, lets each build the 4-device mesh the
-single-process guides use, and lowers, compiles and runs the LM-head step in
-both shard modes. A one-process run with all the devices is the reference.
+``local_devices`` simulated CPU devices, lets each build a global batch from
+the rows it holds and the 4-device mesh the single-process guides use, and
+lowers, compiles and runs the LM-head step in both shard modes. A one-process
+run with all the devices is the reference.
 
 ``python -m snippets.multihost [--processes N] [--local-devices D] [--timeout S] [--json]``
 
@@ -90,6 +91,35 @@ def step_records(devices: int) -> list[dict]:
     return records
 
 
+def process_local_batch(rows_per_device: int = 2, cols: int = 3) -> dict:
+    """Build a global batch from the rows this process holds, as a multi-host input pipeline does.
+
+    Each process reads only the rows its own devices hold;
+    ``jax.make_array_from_process_local_data`` makes one global array of them,
+    and a jitted column sum over all of it is checked against the full batch.
+    """
+    import jax
+    import numpy as np
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from snippets.devices import make_mesh
+
+    mesh = make_mesh((jax.device_count(),), ("data",), "explicit")
+    sharding = NamedSharding(mesh, P("data"))
+    shape = (rows_per_device * jax.device_count(), cols)
+    full = np.arange(shape[0] * cols, dtype=np.float32).reshape(shape)  # the dataset, for the check
+    held = [index[0] for index in sharding.addressable_devices_indices_map(shape).values()]
+    start, stop = min(rows.start for rows in held), max(rows.stop for rows in held)
+    batch = jax.make_array_from_process_local_data(sharding, full[start:stop], shape)
+    column_sums = jax.jit(lambda b: b.sum(axis=0))(batch)
+    return {
+        "rows": [start, stop],
+        "global_shape": list(batch.shape),
+        "sums_match": bool(np.array_equal(np.asarray(column_sums), full.sum(axis=0))),
+    }
+
+
 def _exit_with_parent(parent: int) -> None:
     """End this worker once process ``parent``, which started it, is gone: no orphans, ever."""
 
@@ -121,6 +151,7 @@ def run_worker(
         "process_id": process_id,
         "global_devices": jax.device_count(),
         "local_devices": jax.local_device_count(),
+        "local_batch": process_local_batch(),
         "records": step_records(jax.device_count()),
     }
     out.write_text(json.dumps(result))
@@ -261,6 +292,9 @@ def compare(
         "global_devices": first["global_devices"],
         "local_devices": first["local_devices"],
         "workers_agree": same_everywhere,
+        "process_rows": [result["local_batch"]["rows"] for result in multi],
+        "global_batch": first["local_batch"]["global_shape"],
+        "batch_sums_match": all(result["local_batch"]["sums_match"] for result in multi),
         "same_compiled_hlo": all(s["compiled_hlo"] == m["compiled_hlo"] for s, m in pairs),
         "loss_single": {s["mode"]: s["loss"] for s, _ in pairs},
         "loss_multi": {m["mode"]: m["loss"] for _, m in pairs},

@@ -31,9 +31,12 @@ from jax.sharding import PartitionSpec as P
 from snippets.barrier import run_report
 from snippets.cli import Parser, check_memory, largest_fitting, positive_int, reported
 from snippets.collective_cost import (
+    BANDWIDTH_CASES,
     COST_COLUMNS,
+    DESIGN_DOC,
     TPU_V5P,
     cost_table_rows,
+    design_doc_comparison,
     lm_head_gradient_costs,
 )
 from snippets.devices import SIMULATED_DEVICE_BYTES, make_mesh, setup_devices
@@ -482,6 +485,7 @@ def lm_head_gradient_finish(mesh: str, mode: str = "explicit") -> dict:
         "gradient_sharded": sharded,
         "collectives": [{key: c[key] for key in ("kind", "shape", "ranks")} for c in found],
         "gradient_shard_slices": len(slices),
+        "gradient_shard_slice_shapes": slices,
         "finish": finish,
     }
 
@@ -503,7 +507,12 @@ def threshold_report() -> dict:
 
 
 def cost_model_report() -> dict:
-    """The TPU v5p cost model of the LM-head gradient's finish, as ``--cost-model`` prints it."""
+    """The TPU v5p cost model of the LM-head gradient's finish, as ``--cost-model`` prints it.
+
+    The top-level bandwidth and rows are the one-way case; ``bandwidth_cases`` holds
+    both cases, each with its source, and ``design_doc_measured`` the TPU measurement
+    the model is compared with.
+    """
     link = TPU_V5P
     return {
         "model": "ring collective: hops x hop latency + bytes sent per rank / link bandwidth, "
@@ -516,6 +525,18 @@ def cost_model_report() -> dict:
         "memory_bytes_per_s": link.memory_bytes_per_s,
         "memory_source": link.memory_source,
         "rows": lm_head_gradient_costs(link=link),
+        "bandwidth_cases": {
+            case: {
+                "bandwidth_bytes_per_s": case_link.link_bytes_per_s,
+                "source": case_link.link_source,
+                "rows": lm_head_gradient_costs(link=case_link),
+            }
+            for case, case_link in BANDWIDTH_CASES.items()
+        },
+        "design_doc_measured": {
+            "source": f"{DESIGN_DOC}, section 4.2",
+            "rows": design_doc_comparison(),
+        },
     }
 
 
@@ -580,9 +601,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         for line in threshold_grid(report["rows"]):
             print("  ".join(f"{value}".replace("*", "") for value in line.values()))
     elif args.cost_model:
-        print(f"{report['model']}; {report['bandwidth_source']}; {report['latency_source']}")
-        for row in cost_table_rows(report["rows"]):
-            print("  ".join(f"{row[key]}" for key in COST_COLUMNS))
+        print(f"{report['model']}; {report['latency_source']}")
+        for case, priced in report["bandwidth_cases"].items():
+            print(f"{case}: {priced['source']}")
+            for row in cost_table_rows(priced["rows"]):
+                print("  ".join(f"{row[key]}" for key in COST_COLUMNS))
+        print(f"measured: {report['design_doc_measured']['source']}")
+        for row in report["design_doc_measured"]["rows"]:
+            print(
+                f"{row['collective']}: {row['measured_us_min']:.0f}-{row['measured_us_max']:.0f} us "
+                f"measured, model {row['model_us_one-way']:.0f} us one way, "
+                f"{row['model_us_bidirectional']:.0f} us both ways"
+            )
     else:
         print_walkthrough(report)
 

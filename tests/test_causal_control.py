@@ -61,6 +61,21 @@ ONE_SHARDING_CALL = '  %x = f32[2]{0} custom-call(%p), custom_call_target="Shard
 
 
 def test_a_compile_that_succeeds_with_calls_fails_loudly(monkeypatch):
-    monkeypatch.setattr(cc, "_compile_with_sharding_calls", lambda _: (ONE_SHARDING_CALL, {}, None))
+    monkeypatch.setattr(cc, "_compile_with_dumps", lambda *_: (ONE_SHARDING_CALL, {}, None))
     with pytest.raises(cc.XlaChangedError, match="explicit/EV: with 1 Sharding call"):
         cc.control(StepConfig())
+
+
+def test_with_the_remover_on_a_compile_with_calls_is_the_expected_ending():
+    assert cc._check_the_ending(StepConfig(), 100, None, remover=True) == "compiled"
+
+
+def test_the_pair_differs_only_in_the_remover_and_only_one_folds():
+    on, off = cc.paired_control(StepConfig())
+    assert (on["sharding_remover"], off["sharding_remover"]) == ("on", "off")
+    assert (on["mode"], on["variant"]) == (off["mode"], off["variant"]) == ("explicit", "EV")
+    assert on["sharding_calls_at_first_simplifier"] == 0
+    assert off["sharding_calls_at_first_simplifier"] > 0
+    assert (on["gradient_in_kernel_order"], off["gradient_in_kernel_order"]) == (True, False)
+    assert on["chain_at_site"]["next_pass"] == "algsimp"  # the remover's module: algsimp folds
+    assert (on["ending"], off["ending"]) == ("compiled", "codegen failed as expected")

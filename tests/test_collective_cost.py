@@ -11,13 +11,17 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from snippets.collective_cost import (
+    BANDWIDTH_CASES,
+    DESIGN_DOC_MEASURED,
     TPU_V5P,
     cost_table_rows,
+    design_doc_comparison,
     finish_cost,
     finish_functions,
     lm_head_gradient_costs,
     main,
     predict,
+    range_verdict,
     ring_hops,
     time_finishes,
     verdict,
@@ -59,8 +63,10 @@ def test_cost_table_rows_format_the_numbers():
 
 
 def test_every_model_number_is_the_one_its_source_quotes():
-    link = re.search(r"(\d+e\d+) bytes/s", TPU_V5P.link_source)
-    assert float(link[1]) == TPU_V5P.link_bytes_per_s
+    for link in BANDWIDTH_CASES.values():
+        quoted = re.search(r"([\d.]+e\d+) bytes/s", link.link_source)
+        assert float(quoted[1]) == link.link_bytes_per_s
+        assert "https://" in link.link_source
     latency = re.search(r"about (\d+) us per hop", TPU_V5P.latency_source)
     assert float(latency[1]) * 1e-6 == TPU_V5P.hop_latency_s
     memory = re.search(r"(\d+) GBps", TPU_V5P.memory_source)
@@ -107,30 +113,50 @@ def test_measurement_structure():
     for r in report["ratios"]:
         assert r["model_bytes_ratio"] == 2.0
         assert r["ratio_min"] <= r["ratio_median"] <= r["ratio_max"]
-        assert r["agrees_with_model"] == (r["ratio_min"] <= 2.0 <= r["ratio_max"])
-        assert r["measurable"] == (not r["ratio_min"] <= 1.0 <= r["ratio_max"])
+        assert r["against_model"] == range_verdict(r["ratio_min"], r["ratio_max"], 2.0)
+        assert r["against_1"] == range_verdict(r["ratio_min"], r["ratio_max"], 1.0)
 
 
 @pytest.mark.parametrize(
     ("low", "high", "words"),
     [
-        (0.9, 1.4, "no measurable difference"),
-        (1.5, 2.5, "consistent with the model's 2x"),
-        (1.1, 1.6, "below the model's 2x"),
-        (2.2, 3.0, "above the model's 2x"),
+        (2.2, 3.0, "above 2"),
+        (1.1, 1.6, "below 2"),
+        (1.5, 2.5, "no measurable difference from 2"),
+        (1.45, 6.87, "no measurable difference from 2"),
+        (2.0, 2.4, "no measurable difference from 2"),
     ],
 )
-def test_verdict(low, high, words):
-    ratio = {
-        "ranks": 8,
-        "ratio_median": (low + high) / 2,
-        "ratio_min": low,
-        "ratio_max": high,
-        "model_bytes_ratio": 2.0,
-        "agrees_with_model": low <= 2.0 <= high,
-        "measurable": not low <= 1.0 <= high,
-    }
-    assert verdict(ratio).startswith(f"at 8 ranks, {words}")
+def test_range_verdict_has_three_outcomes(low, high, words):
+    assert range_verdict(low, high, 2.0) == words
+
+
+def test_verdict_never_says_consistent():
+    ratio = {"ranks": 8, "ratio_median": 1.9, "ratio_min": 1.45, "ratio_max": 6.87}
+    sentence = verdict(ratio | {"model_bytes_ratio": 2.0})
+    assert sentence.endswith("no measurable difference from the model's 2x")
+    assert "consistent" not in sentence
+    below = verdict(ratio | {"ratio_min": 1.1, "ratio_max": 1.6, "model_bytes_ratio": 2.0})
+    assert below.endswith("below the model's 2x")
+
+
+def test_the_design_doc_comparison():
+    rs, ar = design_doc_comparison()
+    assert (rs["collective"], ar["collective"]) == ("reduce-scatter", "all-reduce")
+    # the doc's bytes per device (section 4.2: 24.58 MB vs 49.15 MB)
+    assert (round(rs["bytes_per_rank"] / 1e6, 2), round(ar["bytes_per_rank"] / 1e6, 2)) == (
+        24.58,
+        49.15,
+    )
+    for row in (rs, ar):
+        slowest, fastest = DESIGN_DOC_MEASURED[row["collective"]]
+        assert row["measured_us_min"] == pytest.approx(1e6 * row["bytes_per_rank"] / fastest)
+        assert row["measured_us_max"] == pytest.approx(1e6 * row["bytes_per_rank"] / slowest)
+        assert row["model_us_bidirectional"] < row["model_us_one-way"]
+    # the doc's time ratio, reduce-scatter over all-reduce: 0.66-0.76x
+    low = rs["measured_us_min"] / ar["measured_us_max"]
+    high = rs["measured_us_max"] / ar["measured_us_min"]
+    assert (round(low, 2), round(high, 2)) == (0.66, 0.76)
 
 
 def test_cli_json(capsys):

@@ -16,7 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from snippets.figures import MIN_FONT_PT, png_metadata
+from snippets.figures import MIN_FONT_PT, exchange_figure, png_metadata
+from snippets.reduce_scatter import walkthrough
 from tests.guide_runner import guide_paths
 
 GUIDES = Path(__file__).resolve().parent.parent / "guides"
@@ -99,3 +100,20 @@ def test_each_page_shows_its_notebooks_figures(built_site, guide):
         meta = png_metadata(png)
         assert meta["min_font_pt"] >= MIN_FONT_PT, f"{guide.stem}: {name} has small text"
         assert png in shown, f"{guide.stem}: the page does not show the executed {name!r}"
+
+
+def test_exchange_figure_draws_the_sums_and_the_all_reduce():
+    report = walkthrough(2)
+    drawn = png_metadata(exchange_figure(report).png())["data"]
+    assert drawn["sums"] == [
+        {"terms": [[5, 6], [14, 16]], "total": [19, 22]},
+        {"terms": [[15, 18], [28, 32]], "total": [43, 50]},
+    ]
+    assert drawn["all_reduced"] == [[[19, 22], [43, 50]]] * 2
+    assert drawn["bytes_per_rank"] == {"reduce_scatter": 8, "all_reduce": 16}
+    assert [(t["source"], t["target"]) for t in drawn["transfers"]] == [(0, 1), (1, 0)]
+
+
+def test_exchange_figure_draws_two_ranks_only():
+    with pytest.raises(ValueError, match="draws two ranks; this report has 4"):
+        exchange_figure({"ranks": 4})

@@ -22,9 +22,9 @@ def defined_names(tree: ast.AST) -> set[str]:
             names.add(node.id)
         elif isinstance(node, ast.Import | ast.ImportFrom):
             names.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) or (
+            isinstance(node, ast.ExceptHandler) and node.name
+        ):
             names.add(node.name)
         elif isinstance(node, ast.arg):
             names.add(node.arg)

@@ -33,6 +33,12 @@ def test_two_processes_see_four_global_devices(comparison):
     assert comparison["workers_agree"]
 
 
+def test_each_process_supplies_only_its_own_rows(comparison):
+    assert comparison["process_rows"] == [[0, 4], [4, 8]]
+    assert comparison["global_batch"] == [8, 3]
+    assert comparison["batch_sums_match"]
+
+
 def test_the_cluster_compiles_the_same_step_as_one_process(comparison):
     assert comparison["same_compiled_hlo"]
     assert comparison["barrier_sites"] == comparison["barrier_sites_single"]

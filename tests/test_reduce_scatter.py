@@ -193,7 +193,20 @@ def test_cli_cost_model_json(capsys):
     main(["--cost-model", "--json"])
     report = json.loads(capsys.readouterr().out)
     assert report["bandwidth_bytes_per_s"] == 9e10
-    assert "jax-ml/scaling-book" in report["bandwidth_source"]
+    assert "jax-ml.github.io/scaling-book" in report["bandwidth_source"]
+    cases = report["bandwidth_cases"]
+    assert set(cases) == {"one-way", "bidirectional"}
+    assert (
+        cases["bidirectional"]["bandwidth_bytes_per_s"]
+        == 2 * cases["one-way"]["bandwidth_bytes_per_s"]
+    )
+    assert cases["one-way"]["rows"] == report["rows"]
+    for case in cases.values():
+        assert "https://jax-ml.github.io/scaling-book/tpus/" in case["source"]
+    measured = report["design_doc_measured"]
+    assert "pull/5091" in measured["source"]
+    assert "section 4.2" in measured["source"]
+    assert [row["collective"] for row in measured["rows"]] == ["reduce-scatter", "all-reduce"]
     assert "a model" in report["model"]
     by_case = {}
     for row in report["rows"]:
@@ -233,6 +246,7 @@ def test_lm_head_gradient_is_sharded_only_under_fsdp(finish):
         assert finish["gradient_per_rank"] == [32, 256]
         assert finish["gradient_sharded"]
         assert "all-gather" in [c["kind"] for c in finish["collectives"]]
+        assert len(finish["gradient_shard_slice_shapes"]) == finish["gradient_shard_slices"]
 
 
 @on_cpu

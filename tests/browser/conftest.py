@@ -44,9 +44,13 @@ EXTERNAL_LINKS = pytest.StashKey[dict]()
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     """Print each page's length and its external links, as the tests measured them."""
     if lengths := config.stash.get(PAGE_LENGTHS, None):
-        terminalreporter.section("page lengths (words outside collapsed dropdowns; 390x844 screens)")
+        terminalreporter.section(
+            "page lengths (words outside collapsed dropdowns; 390x844 screens)"
+        )
         for page, length in sorted(lengths.items()):
-            terminalreporter.line(f"{length['words']:6d} words {length['phone_screens']:5.1f} screens  {page}")
+            terminalreporter.line(
+                f"{length['words']:6d} words {length['phone_screens']:5.1f} screens  {page}"
+            )
     if links := config.stash.get(EXTERNAL_LINKS, None):
         terminalreporter.section("external links per page")
         for page, urls in sorted(links.items()):

@@ -66,6 +66,7 @@ async () => {
       sticky: !!first && getComputedStyle(first).position === "sticky",
     };
   });
+  const height = document.documentElement.scrollHeight;  // dropdowns as the reader finds them
   const collapsed = wideCode(document);
   document.querySelectorAll("details").forEach((d) => { d.open = true; });
   const expanded = wideCode(document);
@@ -82,7 +83,7 @@ async () => {
     wideCode: [...new Set(collapsed.concat(expanded))],
     text: main.innerText,
     words: words,
-    height: document.documentElement.scrollHeight,
+    height: height,
     tables: tables,
   };
 }
