@@ -143,22 +143,26 @@ def _write_root_redirect(app, exception):
 
 
 def _snippets_digest() -> str:
-    """A hash of the code the guides import: a change to it must re-execute them."""
+    """A hash of what the pages read when they run: code and recorded data, whose change must
+    re-execute them."""
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("snippets/*.py")):
+    root = Path(__file__).parent
+    for path in sorted([*root.glob("snippets/*.py"), *root.glob("docs/*.json")]):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
 def _reexecute_guides_when_snippets_change(app, env, added, changed, removed):
-    """The execution cache keys on a notebook's own cells; clear it when ``snippets/`` changed."""
+    """The execution cache keys on a notebook's own cells; clear it when what they read changed."""
     digest = _snippets_digest()
     stamp = Path(app.srcdir) / app.config.nb_execution_cache_path / "snippets.sha256"
     previous = stamp.read_text() if stamp.exists() else digest
     outdated = []
     if previous != digest:
         shutil.rmtree(stamp.parent, ignore_errors=True)
-        outdated = [name for name in env.found_docs if name.startswith("guides/")]
+        outdated = [
+            name for name in env.found_docs if "{code-cell}" in Path(env.doc2path(name)).read_text()
+        ]
     stamp.parent.mkdir(parents=True, exist_ok=True)
     stamp.write_text(digest)
     return outdated

@@ -600,8 +600,9 @@ def parse_dump_name(name: str) -> tuple[int, str, str, str] | None:
 
 PARTITIONER_PASSES = {
     "shardy-xla": "ShardyXLA, xla/service/spmd/shardy/shardy_xla_pass.h (CPU and GPU with Shardy)",
-    "spmd-partitioning": "SpmdPartitioner, xla/service/spmd/spmd_partitioner.h (CPU; GPU's "
-    "StatefulRngSpmdPartitioner in xla/service/gpu/gpu_spmd_pipeline.cc inherits the name)",
+    "spmd-partitioning": "SpmdPartitioner's name, xla/service/spmd/spmd_partitioner.h; XLA:CPU "
+    "(cpu_compiler.cc) and XLA:GPU (gpu_spmd_pipeline.cc) both add its subclass "
+    "StatefulRngSpmdPartitioner",
     "xla-partitioner": "the TPU compiler's partitioner, as its dumps are quoted in MaxText's "
     "docs/guides/optimization/shard_mode_performance.md (the TPU compiler is not open source)",
 }

@@ -86,7 +86,7 @@ def reduce_scatter_facts() -> dict:
 def explicit_mode_facts() -> dict:
     """The 2x2 exchange in explicit mode (``unreduced`` partials, ``reshard``): what each compiles to.
 
-    Not part of the story's checks: it needs a JAX with ``unreduced`` (0.12).
+    Recorded, not part of the story's checks.
     """
     from snippets.reduce_scatter import (
         SEED_A,
