@@ -17,6 +17,8 @@ from __future__ import annotations
 import jax
 from jax.sharding import PartitionSpec
 
+from snippets.cli import run_module
+
 
 def auto_axes_logits(
     x: jax.Array, kernel: jax.Array, out_sharding: PartitionSpec | None
@@ -31,3 +33,7 @@ def auto_axes_logits(
     return jax.sharding.auto_axes(lambda x, kernel: x @ kernel, out_sharding=out_sharding)(
         x, kernel
     )
+
+
+if __name__ == "__main__":
+    run_module()

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import jax
 
 from snippets.causal_control import causal_control
-from snippets.cli import Parser, reported
+from snippets.cli import Parser, reported, run_module
 from snippets.devices import describe_devices, setup_devices
 from snippets.hlo import (
     TransposeSite,
@@ -378,4 +378,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_module(main)

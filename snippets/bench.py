@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import jax
 
-from snippets.cli import Parser, check_memory, positive_int, reported
+from snippets.cli import Parser, check_memory, positive_int, reported, run_module
 from snippets.devices import setup_devices
 from snippets.lowering import MESH_LAYOUTS, StepConfig, build_step, every_mode_and_variant
 
@@ -141,4 +141,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_module(main)

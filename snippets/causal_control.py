@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import jax
 
-from snippets.cli import Parser, reported
+from snippets.cli import Parser, reported, run_module
 from snippets.devices import setup_devices
 from snippets.hlo import (
     array_shapes,
@@ -190,4 +190,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_module(main)

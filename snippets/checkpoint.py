@@ -23,6 +23,7 @@ import orbax.checkpoint as ocp
 from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec
 
+from snippets.cli import run_module
 from snippets.lm_head import DenseGeneral, stored_order
 
 CANONICAL = "in_out"
@@ -324,3 +325,7 @@ def restore(directory: str | Path, model: nnx.Module, *, allow_cast: bool = Fals
     nnx.replace_by_pure_dict(state, restored)
     nnx.update(model, state)
     return model
+
+
+if __name__ == "__main__":
+    run_module()

@@ -14,9 +14,9 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import Annotated, NoReturn
 
-from pydantic import ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
 
 class SetupError(RuntimeError):
@@ -57,11 +57,33 @@ def reported(debug: bool) -> Iterator[None]:
         raise SystemExit(2) from None
 
 
+PositiveInt = Annotated[int, Field(strict=True, ge=1)]
+"""A whole number of at least 1: the one positive-integer type, for configs and command lines."""
+
+
 def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1, written in decimal digits."""
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
-    return int(text)
+    """An argparse type: ``text``, in decimal digits, as a :data:`PositiveInt`."""
+    if text.isascii() and text.isdigit():
+        with contextlib.suppress(ValidationError):
+            return TypeAdapter(PositiveInt).validate_python(int(text))
+    raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+
+
+def run_module(main: Callable[[], object] | None = None) -> None:
+    """What ``python -m snippets.NAME`` runs: ``main``, or for a module without one, one line.
+
+    A reader that closes the pipe early (``| head``) ends the run quietly, without a traceback.
+    """
+    if main is None:
+        name = Path(sys.argv[0]).stem
+        sys.stderr.write(f"error: snippets.{name} has no command line; the guides import it\n")
+        raise SystemExit(2)
+    try:
+        main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # quiet at exit, too
+        raise SystemExit(1) from None
 
 
 def available_memory() -> int:
@@ -97,3 +119,7 @@ def largest_fitting(cost: Callable[[int], int]) -> int:
         middle = (low + high) // 2
         low, high = (middle, high) if cost(middle) <= available else (low, middle)
     return low
+
+
+if __name__ == "__main__":
+    run_module()

@@ -27,7 +27,7 @@ from jax import shard_map
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from snippets.cli import Parser, check_memory, positive_int, reported
+from snippets.cli import Parser, check_memory, positive_int, reported, run_module
 from snippets.devices import make_mesh, setup_devices
 from snippets.hlo import DTYPE_BYTES, ring_bytes_per_rank
 
@@ -388,4 +388,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_module(main)

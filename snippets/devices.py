@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import jax
 from jax.sharding import AxisType, Mesh
 
-from snippets.cli import Parser, SetupError, available_memory, positive_int, reported
+from snippets.cli import Parser, SetupError, available_memory, positive_int, reported, run_module
 
 SHARD_MODES: dict[str, AxisType] = {"explicit": AxisType.Explicit, "auto": AxisType.Auto}
 """The two shard modes, as a config writes them, and the mesh axis type each one means."""
@@ -165,4 +165,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_module(main)

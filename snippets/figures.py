@@ -26,6 +26,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.text import Text
 
+from snippets.cli import run_module
+
 DPI = 150
 """Resolution of the displayed PNG: 1 inch of figure is 150 image pixels."""
 
@@ -334,3 +336,7 @@ def source_tpu_figure(rows: Sequence[dict] = SOURCE_TPU_RESULTS) -> DataFigure:
         for row in rows
     ]
     return DataFigure(figure, data)
+
+
+if __name__ == "__main__":
+    run_module()

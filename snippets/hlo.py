@@ -12,6 +12,8 @@ import math
 import re
 from fractions import Fraction
 
+from snippets.cli import run_module
+
 DTYPE_BYTES = {
     "pred": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1,
     "bf16": 2, "f16": 2, "s16": 2, "u16": 2,
@@ -690,3 +692,7 @@ def site_excerpt(hlo_text: str, site: TransposeSite) -> str:
             f"{label:>9} | {inst.name} = {shape} {inst.opcode}({operands}) {' '.join(kept)}".rstrip()
         )
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    run_module()

@@ -18,6 +18,8 @@ import jax
 from jax import lax
 from jax.sharding import PartitionSpec
 
+from snippets.cli import run_module
+
 
 def _explicit_spec(array: jax.Array) -> PartitionSpec | None:
     """The array's sharding from its type under an explicit mesh; ``None`` elsewhere."""
@@ -55,3 +57,7 @@ def _backward(out_sharding, residuals, g):
 
 
 kernel_order_logits.defvjp(_forward, _backward)
+
+
+if __name__ == "__main__":
+    run_module()

@@ -27,7 +27,7 @@ from jax import lax
 from jax.sharding import PartitionSpec
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
-from snippets.cli import Parser, check_memory, positive_int, reported
+from snippets.cli import Parser, check_memory, positive_int, reported, run_module
 
 Shape = tuple[int, ...]
 KernelInit = Callable[[jax.Array, Shape, Any, Shape, Shape], jax.Array]
@@ -521,4 +521,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_module(main)

@@ -37,7 +37,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from snippets.auto_axes_head import auto_axes_logits
-from snippets.cli import Parser, check_memory, positive_int, reported
+from snippets.cli import Parser, check_memory, positive_int, reported, run_module
 from snippets.devices import SHARD_MODES, make_mesh, setup_devices
 from snippets.kernel_order_grad import kernel_order_logits
 from snippets.lm_head import LMHeadConfig, build_output_head
@@ -366,4 +366,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_module(main)

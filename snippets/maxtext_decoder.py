@@ -28,7 +28,7 @@ from typing import Any
 
 from snippets.barrier import FoundSite, find_barriers
 from snippets.causal_control import EXPECTED_CODEGEN_ERROR, OPTIONS, XlaChangedError
-from snippets.cli import Parser, SetupError, positive_int, reported
+from snippets.cli import Parser, SetupError, positive_int, reported, run_module
 from snippets.devices import SHARD_MODES, pick_devices, setup_devices
 from snippets.hlo import (
     Instruction,
@@ -528,4 +528,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_module(main)

@@ -31,7 +31,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from snippets.cli import Parser, SetupError, positive_int, reported
+from snippets.cli import Parser, SetupError, positive_int, reported, run_module
 
 HOST = "127.0.0.1"
 MODES = ("explicit", "auto")
@@ -349,4 +349,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_module(main)

@@ -29,7 +29,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from snippets.barrier import run_report
-from snippets.cli import Parser, check_memory, largest_fitting, positive_int, reported
+from snippets.cli import Parser, check_memory, largest_fitting, positive_int, reported, run_module
 from snippets.collective_cost import (
     BANDWIDTH_CASES,
     COST_COLUMNS,
@@ -618,4 +618,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_module(main)

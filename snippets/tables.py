@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from snippets.cli import run_module
+
 
 def markdown_table(
     rows: Sequence[Mapping[str, object]], headers: Mapping[str, str] | None = None
@@ -19,3 +21,7 @@ def markdown_table(
     lines = ["| " + " | ".join(headers.values()) + " |", "|" + " --- |" * len(headers)]
     lines += ["| " + " | ".join(str(row[key]) for key in headers) + " |" for row in rows]
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    run_module()

@@ -17,6 +17,8 @@ import platform
 import traceback
 from collections.abc import Callable, Sequence
 
+from snippets.cli import run_module
+
 DEVICES = 4
 """Simulated devices for the barrier report, as in the shard-mode guide."""
 
@@ -269,4 +271,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_module(main)

@@ -156,3 +156,25 @@ def test_a_pydantic_error_becomes_one_line_per_field():
 def test_largest_fitting_finds_the_last_size_that_fits():
     assert largest_fitting(lambda n: 0 if n <= 7 else 2**62) == 7
     assert largest_fitting(lambda n: 2**62) == 0
+
+
+def test_a_module_without_a_command_line_says_so():
+    result = subprocess.run(
+        [sys.executable, "-m", "snippets.hlo"], capture_output=True, text=True, check=False
+    )
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == "error: snippets.hlo has no command line; the guides import it\n"
+
+
+def test_a_closed_pipe_ends_the_run_quietly():
+    """As ``python -m snippets.lm_head --json | head -c 0``: the reader is gone before the output."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "snippets.lm_head", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        process.stdout.close()
+        stderr = process.stderr.read()
+    assert stderr == ""
+    assert process.returncode == 1
