@@ -13,15 +13,23 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import numbers
 import os
 import re
 from collections.abc import Sequence
 
 import jax
 from jax.sharding import AxisType, Mesh
+from pydantic import validate_call
 
-from snippets.cli import Parser, SetupError, available_memory, positive_int, reported, run_module
+from snippets.cli import (
+    Parser,
+    PositiveInt,
+    SetupError,
+    available_memory,
+    positive_int,
+    reported,
+    run_module,
+)
 
 SHARD_MODES: dict[str, AxisType] = {"explicit": AxisType.Explicit, "auto": AxisType.Auto}
 """The two shard modes, as a config writes them, and the mesh axis type each one means."""
@@ -34,19 +42,16 @@ class TooFewDevicesError(SetupError):
     """JAX started with fewer devices than a guide needs, and it is too late to add more."""
 
 
-def setup_devices(n: int = 4) -> list[jax.Device]:
+@validate_call
+def setup_devices(n: PositiveInt = 4) -> list[jax.Device]:
     """Return ``n`` devices: accelerator chips when there are enough, else simulated CPUs.
 
-    Call it before any other JAX operation: the CPU device count is fixed when
-    the backend starts. A count the user chose (``JAX_NUM_CPU_DEVICES`` or
-    ``XLA_FLAGS=--xla_force_host_platform_device_count``) is kept, never raised.
+    Call it before any other JAX operation; a CPU device count set in the environment is kept.
     """
-    n = _device_count(n)
-    if n > max_simulated_devices():
+    most = available_memory() // SIMULATED_DEVICE_BYTES
+    if n > most:
         raise ValueError(
-            f"{n} simulated CPU devices need about {n * SIMULATED_DEVICE_BYTES / 2**30:.3g} GiB "
-            f"but {available_memory() / 2**30:.3g} GiB of memory is available; ask for at most "
-            f"{max_simulated_devices()}."
+            f"{n} simulated CPU devices need more memory than is available; ask for at most {most}."
         )
     if cpu_device_setting() is None:
         # JAX refuses a new count once its backend has started; pick_devices then explains.
@@ -55,32 +60,24 @@ def setup_devices(n: int = 4) -> list[jax.Device]:
     return pick_devices(n)
 
 
-def max_simulated_devices() -> int:
-    """The most simulated CPU devices the memory available now can hold."""
-    return max(1, available_memory() // SIMULATED_DEVICE_BYTES)
-
-
 def cpu_device_setting() -> str | None:
-    """What already fixed the CPU device count of this process, as ``NAME=VALUE``; else ``None``."""
-    configured = jax.config.jax_num_cpu_devices
-    if configured >= 0:
-        if os.environ.get("JAX_NUM_CPU_DEVICES", "").strip() == str(configured):
-            return f"JAX_NUM_CPU_DEVICES={configured}"
-        return f"jax_num_cpu_devices={configured}"
+    """The environment setting that fixed this process's CPU device count, as ``NAME=VALUE``."""
+    if count := os.environ.get("JAX_NUM_CPU_DEVICES", "").strip():
+        return f"JAX_NUM_CPU_DEVICES={count}"
     counts = re.findall(
         r"--xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", "")
     )
     return f"XLA_FLAGS=--xla_force_host_platform_device_count={counts[-1]}" if counts else None
 
 
-def pick_devices(n: int) -> list[jax.Device]:
+@validate_call
+def pick_devices(n: PositiveInt) -> list[jax.Device]:
     """The first ``n`` devices of the default backend, or of the CPU backend if only it has them."""
-    n = _device_count(n)
     for devices in (jax.devices(), jax.devices("cpu")):
         if len(devices) >= n:
             return list(devices[:n])
     found, setting = jax.devices(), cpu_device_setting()
-    if setting is None or setting.startswith("jax_num_cpu_devices"):
+    if setting is None:
         fix = (
             "the count cannot change in a running process: restart Python (or the kernel) and "
             f"call snippets.devices.setup_devices({n}) before any other JAX operation, or start "
@@ -95,15 +92,6 @@ def pick_devices(n: int) -> list[jax.Device]:
     )
 
 
-def _device_count(n: object) -> int:
-    """``n`` as a device count, or a clear error."""
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
-        raise TypeError(f"A device count must be a whole number, got {n!r}.")
-    if n < 1:
-        raise ValueError(f"A device count must be at least 1, got {n}.")
-    return int(n)
-
-
 def make_mesh(
     shape: Sequence[int],
     axis_names: Sequence[str],
@@ -112,21 +100,14 @@ def make_mesh(
 ) -> Mesh:
     """A mesh whose axes are all ``Explicit`` or all ``Auto``, as ``shard_mode`` says.
 
-    >>> mesh = make_mesh((2,), ("data",), "explicit")
-    >>> mesh.axis_types
+    >>> make_mesh((2,), ("data",), "explicit").axis_types
     (Explicit,)
     """
     if shard_mode not in SHARD_MODES:
         raise ValueError(
             f"Unknown shard_mode {shard_mode!r}; expected one of {sorted(SHARD_MODES)}."
         )
-    shape, axis_names = tuple(shape), tuple(axis_names)
-    if len(shape) != len(axis_names) or any(size < 1 for size in shape):
-        raise ValueError(
-            f"Mesh shape {shape} and axis names {axis_names} must have the same length, "
-            "with every size at least 1."
-        )
-    needed = math.prod(shape)
+    shape, needed = tuple(shape), math.prod(shape)
     devices = pick_devices(needed) if devices is None else list(devices)
     if len(devices) != needed:
         raise ValueError(
@@ -134,7 +115,7 @@ def make_mesh(
             "pass a shape whose product is the device count."
         )
     axis_types = (SHARD_MODES[shard_mode],) * len(shape)
-    return jax.make_mesh(shape, axis_names, axis_types=axis_types, devices=devices)
+    return jax.make_mesh(shape, tuple(axis_names), axis_types=axis_types, devices=devices)
 
 
 def describe_devices() -> dict[str, object]:

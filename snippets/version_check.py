@@ -9,7 +9,6 @@ check that fails on a release is recorded with its error instead of its facts.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import importlib.metadata
 import json
@@ -17,18 +16,15 @@ import platform
 import traceback
 from collections.abc import Callable, Sequence
 
-from snippets.cli import run_module
+from snippets.cli import Parser, reported, run_module
 
 DEVICES = 4
 """Simulated devices for the barrier report, as in the shard-mode guide."""
 
 
-def versions() -> dict[str, str]:
-    """The installed releases the facts were measured on."""
-    return {
-        "python": platform.python_version(),
-        **{name: importlib.metadata.version(name) for name in ("jax", "jaxlib", "flax")},
-    }
+def pick(report: dict, *keys: str) -> dict:
+    """The entries of ``report`` named ``keys``, in that order."""
+    return {key: report[key] for key in keys}
 
 
 def barrier_facts() -> dict:
@@ -37,20 +33,18 @@ def barrier_facts() -> dict:
     from snippets.lowering import StepConfig
 
     report = barrier_report(StepConfig(devices=DEVICES))
+    runs = [
+        pick(run, "mode", "variant", "sharding_calls", "barrier_sites")
+        | {
+            "compiled_transposes": len(run["compiled_transposes"]),
+            "relayout_copies": len(run["relayout_copies"]),
+            "collectives": sorted({op["kind"] for op in run["collectives"]}),
+        }
+        for run in report["runs"]
+    ]
     return {
         "backend": report["backend"],
-        "runs": [
-            {
-                "mode": run["mode"],
-                "variant": run["variant"],
-                "sharding_calls": run["sharding_calls"],
-                "barrier_sites": run["barrier_sites"],
-                "compiled_transposes": len(run["compiled_transposes"]),
-                "relayout_copies": len(run["relayout_copies"]),
-                "collectives": sorted({op["kind"] for op in run["collectives"]}),
-            }
-            for run in report["runs"]
-        ],
+        "runs": runs,
         "partitioner_first": report["pass_order"]["partitioner_first"],
         "single_device_folded": report["single_device_folded"],
     }
@@ -61,17 +55,8 @@ def causal_control_facts() -> dict:
     from snippets.causal_control import causal_control
     from snippets.lowering import StepConfig
 
-    return {
-        "runs": [
-            {
-                "mode": row["mode"],
-                "variant": row["variant"],
-                "gradient_in_kernel_order": row["gradient_in_kernel_order"],
-                "gradient_transposes": row["gradient_transposes"],
-            }
-            for row in causal_control(StepConfig())
-        ]
-    }
+    keys = ("mode", "variant", "gradient_in_kernel_order", "gradient_transposes")
+    return {"runs": [pick(row, *keys) for row in causal_control(StepConfig())]}
 
 
 def reduce_scatter_facts() -> dict:
@@ -79,10 +64,7 @@ def reduce_scatter_facts() -> dict:
     from snippets.reduce_scatter import walkthrough
 
     report = walkthrough(ranks=2, explicit=False)
-    return {
-        key: report[key]
-        for key in ("shards", "reference_equal", "bytes_per_rank", "hlo_bytes_per_rank")
-    }
+    return pick(report, "shards", "reference_equal", "bytes_per_rank", "hlo_bytes_per_rank")
 
 
 def explicit_mode_facts() -> dict:
@@ -90,25 +72,16 @@ def explicit_mode_facts() -> dict:
 
     Recorded, not part of the story's checks.
     """
-    from snippets.reduce_scatter import (
-        SEED_A,
-        SEED_B,
-        contraction_mesh,
-        explicit_mode,
-        split_contraction,
-    )
+    from snippets.reduce_scatter import walkthrough
 
-    mesh = contraction_mesh(2)
-    report = explicit_mode(*split_contraction(SEED_A, SEED_B, mesh), mesh)
-    return {key: report[key] for key in ("resharded", "compiled_collectives")}
+    return pick(walkthrough(ranks=2)["explicit_mode"], "resharded", "compiled_collectives")
 
 
 def lm_head_facts() -> dict:
     """Both kernel orientations: same seed, same matrix; outputs equal up to rounding."""
     from snippets.lm_head import orientation_report
 
-    report = orientation_report()
-    return {key: value for key, value in report.items() if key not in ("EV", "VE")}
+    return {k: v for k, v in orientation_report().items() if k not in ("EV", "VE")}
 
 
 def maxtext_facts() -> dict:
@@ -147,6 +120,11 @@ CHECKS: dict[str, Callable[[], dict]] = {
 
 STORY_CHECKS = ("barrier", "causal_control", "reduce_scatter", "lm_head")
 """The checks the guides' argument rests on; the others record what a release can do."""
+STORY_RUNS = {
+    "barrier": ("barrier_sites", 1, 0),
+    "causal_control": ("gradient_in_kernel_order", False, True),
+}
+"""Per check, the fact each run must show: its value on explicit/EV, and on every other run."""
 
 
 def run_checks() -> dict:
@@ -158,8 +136,9 @@ def run_checks() -> dict:
         except Exception as error:  # noqa: BLE001 (a release that cannot run a check gets a row saying why)
             last = traceback.format_exception_only(error)[-1].strip()
             results[name] = {"error": last}
+    versions = {name: importlib.metadata.version(name) for name in ("jax", "jaxlib", "flax")}
     return {
-        "versions": versions(),
+        "versions": {"python": platform.python_version(), **versions},
         "date": datetime.date.today().isoformat(),
         "results": results,
     }
@@ -179,29 +158,25 @@ def story_breaks(record: dict) -> list[str]:
     """
     if "error" in record:
         return [f"did not run: {record['error']}"]
+    results = record["results"]
     breaks = [
-        f"{name} failed: {result['error']}"
-        for name, result in record["results"].items()
-        if "error" in result and name in STORY_CHECKS
+        f"{name} failed: {results[name]['error']}"
+        for name in STORY_CHECKS
+        if "error" in results.get(name, {})
     ]
-    barrier = record["results"]["barrier"]
-    for run in barrier.get("runs", []):
-        expected = 1 if (run["mode"], run["variant"]) == ("explicit", "EV") else 0
-        if run["barrier_sites"] != expected:
-            breaks.append(
-                f"{run['mode']}/{run['variant']} has {run['barrier_sites']} barrier sites, "
-                f"the story says {expected}"
+    for check, (fact, explicit_ev, others) in STORY_RUNS.items():
+        for run in results.get(check, {}).get("runs", []):
+            expected = (
+                explicit_ev if (run["mode"], run["variant"]) == ("explicit", "EV") else others
             )
-    for run in record["results"].get("causal_control", {}).get("runs", []):
-        folds = (run["mode"], run["variant"]) != ("explicit", "EV")
-        if run["gradient_in_kernel_order"] != folds:
-            breaks.append(
-                f"causal control: {run['mode']}/{run['variant']} gradient in kernel order is "
-                f"{run['gradient_in_kernel_order']}, the story says {folds}"
-            )
-    if barrier.get("partitioner_first") is False:
+            if run[fact] != expected:
+                breaks.append(
+                    f"{check}: {run['mode']}/{run['variant']} {fact} is {run[fact]}, "
+                    f"the story says {expected}"
+                )
+    if results.get("barrier", {}).get("partitioner_first") is False:
         breaks.append("on CPU the simplifier now runs before the partitioner")
-    shards = record["results"]["reduce_scatter"].get("shards")
+    shards = results.get("reduce_scatter", {}).get("shards")
     if shards is not None and shards != [[[19.0, 22.0]], [[43.0, 50.0]]]:
         breaks.append(f"the 2x2 reduce-scatter gives {shards}")
     return breaks
@@ -213,9 +188,6 @@ def flat_facts(record: dict) -> dict[str, object]:
         return {"run": f"failed: {record['error']}"}
     facts: dict[str, object] = {}
     for check, result in record["results"].items():
-        if "error" in result:
-            facts[f"{check}: error"] = result["error"]
-            continue
         for key, value in result.items():
             if key != "runs":
                 facts[f"{check}: {key}"] = value
@@ -240,27 +212,25 @@ def matrix_rows(matrix: dict) -> list[dict[str, object]]:
     >>> matrix_rows({"releases": [record, other]})
     [{'fact': 'c: x', 'jax 1 (Python 3)': 1, 'jax 2 (Python 3)': 2, 'same everywhere': False}]
     """
-    releases = matrix["releases"]
-    columns = [(release_label(r), flat_facts(r)) for r in releases]
-    names = list(dict.fromkeys(name for _, facts in columns for name in facts))
+    columns = {release_label(record): flat_facts(record) for record in matrix["releases"]}
     rows = []
-    for name in names:
-        values = [facts.get(name, "(not measured)") for _, facts in columns]
-        row: dict[str, object] = {"fact": name}
-        row |= {label: value for (label, _), value in zip(columns, values, strict=True)}
-        row["same everywhere"] = all(value == values[0] for value in values)
-        rows.append(row)
+    for name in dict.fromkeys(name for facts in columns.values() for name in facts):
+        values = {label: facts.get(name, "(not measured)") for label, facts in columns.items()}
+        first = next(iter(values.values()))
+        same = all(value == first for value in values.values())
+        rows.append({"fact": name, **values, "same everywhere": same})
     return rows
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the facts for the installed JAX."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(__doc__)
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
-    from snippets.devices import setup_devices
+    from snippets.devices import setup_devices  # after parsing: a usage error needs no JAX
 
-    setup_devices(DEVICES)
+    with reported(args.debug):
+        setup_devices(DEVICES)
     record = run_checks()
     if args.json:
         print(json.dumps(record, indent=2))

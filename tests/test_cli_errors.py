@@ -1,13 +1,23 @@
 """Every CLI answers bad input with one ``error:`` line on stderr and exit status 2."""
 
 import json
+import socket
 import subprocess
 import sys
 
 import pytest
 from pydantic import ValidationError
 
-from snippets import barrier, bench, devices, lm_head, lowering, reduce_scatter
+from snippets import (
+    barrier,
+    bench,
+    devices,
+    lm_head,
+    lowering,
+    multihost,
+    reduce_scatter,
+    version_check,
+)
 from snippets.cli import largest_fitting, one_line
 from snippets.lm_head import LMHeadConfig
 
@@ -63,6 +73,12 @@ def one_error_line(main, argv, capsys) -> str:
         (lowering.main, ["--batch", "6"], ["batch 6 does not divide over the 4 devices"]),
         (bench.main, ["--devices", "3"], ["batch 8 does not divide over the 3 devices"]),
         (bench.main, ["--devices", "0"], ["argument --devices", "at least 1"]),
+        (multihost.main, ["--processes", "0"], ["argument --processes", "at least 1", "'0'"]),
+        (multihost.main, ["--processes", "3"], ["3 processes x 2 local devices = 6"]),
+        (multihost.main, ["--local-devices", "x"], ["argument --local-devices", "whole number"]),
+        (multihost.main, ["--timeout", "0"], ["argument --timeout", "at least 1"]),
+        (multihost.main, ["--port", "70000"], ["argument --port", "from 1 to 65535", "'70000'"]),
+        (version_check.main, ["--jsn"], ["unrecognized arguments: --jsn"]),
     ],
     ids=lambda value: " ".join(value) if isinstance(value, list) else None,
 )
@@ -75,6 +91,15 @@ def test_bad_input_is_one_error_line(main, argv, words, capsys):
 def test_too_few_devices_is_one_error_line(device_count, capsys):
     line = one_error_line(devices.main, ["--devices", str(device_count + 1)], capsys)
     assert f"{device_count + 1} devices are needed" in line
+
+
+def test_a_busy_coordinator_port_is_one_error_line(capsys):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        line = one_error_line(multihost.main, ["--port", str(port)], capsys)
+    assert line.startswith(f"error: coordinator port {port} on 127.0.0.1 is in use")
 
 
 def test_debug_shows_the_error_itself():
@@ -96,7 +121,9 @@ def test_lowering_has_a_help_and_a_report(capsys):
     with pytest.raises(SystemExit) as exit_info:
         lowering.main(["--help"])
     assert exit_info.value.code == 0
-    assert "--show {stablehlo,hlo,compiled}" in capsys.readouterr().out
+    help_text = capsys.readouterr().out
+    assert help_text.startswith("usage:")
+    assert "--show {stablehlo,hlo,compiled}" in help_text
     lowering.main(["--json"])
     report = json.loads(capsys.readouterr().out)
     assert report["config"]["devices"] == 4
@@ -108,13 +135,12 @@ def test_lowering_has_a_help_and_a_report(capsys):
     ("argv", "words"),
     [
         (["snippets.devices", "--devices", HUGE], ["simulated CPU devices", "ask for at most"]),
-        (["snippets.reduce_scatter", "--ranks", HUGE], ["use at most --ranks"]),
-        (["snippets.barrier", "--devices", "3"], ["batch 8 does not divide"]),
-        (["snippets.lm_head", "--vocab", "-4"], ["argument --vocab", "'-4'"]),
+        (["snippets.version_check", "--jsn"], ["unrecognized arguments: --jsn"]),
     ],
     ids=lambda argv: argv[0] if isinstance(argv, list) and argv[0].startswith("snip") else None,
 )
 def test_python_dash_m_prints_one_line_and_no_traceback(argv, words):
+    """The in-process tests above, through a real ``python -m`` (a usage error and a reported one)."""
     result = subprocess.run(
         [sys.executable, "-m", *argv],
         capture_output=True,
@@ -129,19 +155,6 @@ def test_python_dash_m_prints_one_line_and_no_traceback(argv, words):
     assert line.startswith("error: ")
     for word in words:
         assert word in line
-
-
-def test_python_dash_m_lowering_help():
-    result = subprocess.run(
-        [sys.executable, "-m", "snippets.lowering", "--help"],
-        capture_output=True,
-        check=False,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0
-    assert result.stdout.startswith("usage:")
-    assert "--show {stablehlo,hlo,compiled}" in result.stdout
 
 
 def test_a_pydantic_error_becomes_one_line_per_field():

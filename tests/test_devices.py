@@ -7,14 +7,9 @@ import sys
 import jax
 import pytest
 from jax.sharding import AxisType
+from pydantic import ValidationError
 
-from snippets.devices import (
-    TooFewDevicesError,
-    make_mesh,
-    max_simulated_devices,
-    pick_devices,
-    setup_devices,
-)
+from snippets.devices import TooFewDevicesError, make_mesh, pick_devices, setup_devices
 
 COUNT_FLAG = "--xla_force_host_platform_device_count"
 
@@ -49,15 +44,6 @@ def test_simulates_the_requested_count_and_then_says_it_is_fixed():
     )
 
 
-def test_too_few_devices_after_the_backend_started_is_a_clear_error():
-    result = run_python(
-        "import jax; jax.devices()\nfrom snippets.devices import setup_devices; setup_devices(4)"
-    )
-    assert result.returncode != 0
-    assert "TooFewDevicesError" in result.stderr
-    assert "setup_devices(4) before any other JAX operation" in result.stderr
-
-
 @pytest.mark.parametrize(
     ("name", "value", "setting"),
     [
@@ -81,9 +67,14 @@ def test_a_count_set_in_the_environment_is_kept_and_named(name, value, setting):
     )
 
 
-def test_asking_for_more_than_exist_in_this_process_raises(device_count):
-    with pytest.raises(TooFewDevicesError, match=f"backend started with {device_count} "):
-        setup_devices(device_count + 1)
+def test_asking_for_more_than_exist_in_this_process_says_how_to_fix_it(device_count):
+    n = device_count + 1
+    with pytest.raises(TooFewDevicesError, match=f"backend started with {device_count} ") as error:
+        setup_devices(n)
+    assert (
+        f"restart Python (or the kernel) and call snippets.devices.setup_devices({n}) before "
+        "any other JAX operation" in str(error.value)
+    )
 
 
 def test_setup_returns_exactly_n_devices(device_count):
@@ -92,24 +83,23 @@ def test_setup_returns_exactly_n_devices(device_count):
 
 
 @pytest.mark.parametrize(
-    ("n", "error", "message"),
+    ("n", "message"),
     [
-        (0, ValueError, "must be at least 1, got 0"),
-        (-2, ValueError, "must be at least 1, got -2"),
-        (2.0, TypeError, "must be a whole number, got 2.0"),
-        (True, TypeError, "must be a whole number, got True"),
-        ("4", TypeError, "must be a whole number, got '4'"),
+        (0, "greater than or equal to 1"),
+        (-2, "greater than or equal to 1"),
+        (2.0, "valid integer"),
+        (True, "valid integer"),
+        ("4", "valid integer"),
     ],
 )
-def test_a_device_count_must_be_a_positive_whole_number(n, error, message):
+def test_a_device_count_must_be_a_positive_whole_number(n, message):
     for function in (setup_devices, pick_devices):
-        with pytest.raises(error, match=message):
+        with pytest.raises(ValidationError, match=f"{function.__name__}(?s:.*){message}"):
             function(n)
 
 
 def test_a_count_beyond_memory_is_refused_before_anything_is_allocated():
-    limit = max_simulated_devices()
-    with pytest.raises(ValueError, match=rf"GiB of memory is available; ask for at most {limit}\."):
+    with pytest.raises(ValueError, match=r"more memory than is available; ask for at most \d+\."):
         setup_devices(10**9)
 
 
@@ -138,7 +128,7 @@ def test_mesh_larger_than_the_device_count_is_rejected(device_count):
 
 
 def test_mesh_names_must_match_the_shape():
-    with pytest.raises(ValueError, match="same length"):
+    with pytest.raises(ValueError, match="axis_names"):
         make_mesh((2, 2), ("data",), "auto")
 
 

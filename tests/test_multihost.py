@@ -2,14 +2,16 @@
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 import pytest
 
-from snippets.multihost import Cluster, ClusterError, compare, free_port, run_cluster
+from snippets.multihost import ClusterError, Workers, compare, coordinator_port
+
+CLUSTER = [(0, 2, 2), (1, 2, 2)]
+"""The jobs of a two-process cluster with two devices each."""
 
 
 def gone(pid: int) -> bool:
@@ -21,7 +23,7 @@ def gone(pid: int) -> bool:
     return False
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def comparison():
     return compare(processes=2, local_devices=2, timeout=240)
 
@@ -53,37 +55,20 @@ def test_the_cluster_computes_the_same_loss(comparison):
 
 
 def test_a_killed_worker_stops_the_cluster_and_is_named(tmp_path):
-    cluster = Cluster(processes=2, local_devices=2, workdir=tmp_path)
-    cluster.start(free_port(), timeout=120)
-    try:
-        cluster.wait_until_ready(timeout=120)
-        os.kill(cluster.workers[1].pid, signal.SIGKILL)
-        started = time.monotonic()
-        with pytest.raises(ClusterError, match=r"worker 1 \(pid \d+\) was killed by signal 9"):
-            cluster.wait(timeout=60)
-        assert time.monotonic() - started < 60
-    finally:
-        cluster.stop()
-    assert all(gone(worker.pid) for worker in cluster.workers)
+    workers = Workers(CLUSTER, coordinator_port(), timeout=60, workdir=tmp_path)
+    os.kill(workers.processes[1].pid, signal.SIGKILL)
+    with pytest.raises(ClusterError, match=r"^worker 1 \(pid \d+\) was killed by signal 9"):
+        workers.run(timeout=60)
+    assert all(gone(worker.pid) for worker in workers.processes)
 
 
-def test_a_busy_coordinator_port_is_one_clear_error():
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", 0))
-        holder.listen()
-        port = holder.getsockname()[1]
-        with pytest.raises(ClusterError, match=f"coordinator port {port} on 127.0.0.1 is in use"):
-            run_cluster(2, 2, timeout=30, port=port)
-        command = [sys.executable, "-m", "snippets.multihost", "--port", str(port)]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
-    assert result.returncode == 2
-    assert result.stderr.startswith(f"error: coordinator port {port} on 127.0.0.1 is in use")
-    assert "Traceback" not in result.stderr
-
-
-def test_device_counts_must_make_the_guides_mesh():
-    with pytest.raises(ValueError, match="3 processes x 2 local devices = 6"):
-        compare(processes=3, local_devices=2)
+def test_every_wait_has_a_deadline(tmp_path):
+    workers = Workers(CLUSTER, coordinator_port(), timeout=60, workdir=tmp_path)
+    with pytest.raises(
+        ClusterError, match=r"timed out after 0.1 s waiting for worker\(s\) \[0, 1\]"
+    ):
+        workers.run(timeout=0.1)
+    assert all(gone(worker.pid) for worker in workers.processes)
 
 
 def workers_on_port(port: int) -> list[int]:
@@ -103,12 +88,12 @@ def workers_on_port(port: int) -> list[int]:
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads worker pids from /proc")
 def test_workers_exit_when_the_process_that_started_them_is_killed():
-    port = free_port()
+    port = coordinator_port()
     command = [sys.executable, "-m", "snippets.multihost", "--port", str(port)]
     parent = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
-        while len(workers_on_port(port)) < 2:
+        while len(workers_on_port(port)) < 3:  # the two of the cluster, and the one-process run
             assert time.monotonic() < deadline, "the workers did not start"
             time.sleep(0.2)
         workers = workers_on_port(port)
@@ -120,5 +105,6 @@ def test_workers_exit_when_the_process_that_started_them_is_killed():
             time.sleep(0.2)
     finally:
         parent.kill()
+        parent.wait()
         for pid in workers_on_port(port):
             os.kill(pid, signal.SIGKILL)
