@@ -274,17 +274,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.json:
         print(json.dumps(report, indent=2))
         return
-    print(
-        f"{report['processes']} processes x {report['local_devices']} devices = "
-        f"{report['global_devices']} global devices; compiled HLO identical to one process: "
-        f"{report['same_compiled_hlo']}"
-    )
-    for mode in MODES:
-        print(
-            f"{mode}: loss {report['loss_multi'][mode]!r} (one process "
-            f"{report['loss_single'][mode]!r}), barrier sites {report['barrier_sites'][mode]}, "
-            f"Sharding calls {report['sharding_calls'][mode]}"
-        )
+    print(f"{args.processes} processes x {args.local_devices} devices")
+    for key in ("global_devices", "same_compiled_hlo", "loss_multi", "loss_single"):
+        print(f"{key}: {report[key]}")
+    for key in ("barrier_sites", "sharding_calls"):
+        print(f"{key}: {report[key]} (one process: {report[key + '_single']})")
 
 
 if __name__ == "__main__":
