@@ -90,7 +90,7 @@ def explicit_mode_facts() -> dict:
 
     Recorded, not part of the story's checks.
     """
-    from snippets.reduce_scatter import (
+    from snippets.exchange import (
         SEED_A,
         SEED_B,
         contraction_mesh,
