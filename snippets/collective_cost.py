@@ -1,14 +1,9 @@
 """What a finishing collective costs: the ring model, priced for TPU v5p, and a CPU measurement.
 
-The model is a model, not a measurement: a ring collective over N ranks takes
-about ``hops x hop latency + bytes each rank sends / link bandwidth``. Each rank
-sends ``(N-1)/N`` of the tensor in a reduce-scatter and twice that in an
-all-reduce. It is priced with two link bandwidths, one way and both directions
-(:data:`BANDWIDTH_CASES`), each with its source. The CPU measurement times the
-same two collectives on this machine's simulated CPU devices, interleaved.
-
-Run ``python -m snippets.collective_cost [--ranks N ...] [--rows R] [--cols C]
-[--repeats K] [--json]`` to measure on CPU.
+The model, not a measurement: a ring collective over N ranks takes about ``hops x hop
+latency + bytes each rank sends / link bandwidth``, priced with a one-way and a both-ways
+link bandwidth (:data:`BANDWIDTH_CASES`). ``python -m snippets.collective_cost [--ranks N ...]
+[--rows R] [--cols C] [--repeats K] [--json]`` times the two collectives on simulated CPUs.
 """
 
 from __future__ import annotations

@@ -87,21 +87,22 @@ def walkthrough(
     mesh = exchange.contraction_mesh(ranks)
     blocks = exchange.split_contraction(a, b, mesh)
 
-    def on_ranks(form: Callable) -> list[list]:
-        return [r.tolist() for r in exchange.per_rank(form(mesh)(*blocks), mesh)]
+    def on_ranks(array: jax.Array) -> list[list]:
+        return [r.tolist() for r in exchange.per_rank(array, mesh)]
 
-    gathered = exchange.reduce_scatter_then_all_gather(mesh)(*blocks)
+    gather, all_reduce = exchange.reduce_scatter_then_all_gather(mesh), exchange.all_reduce(mesh)
+    gathered = gather(*blocks)
     concatenated = np.asarray(exchange.concatenate_partials(mesh)(*blocks))
     messages = schedule(rows=a.shape[0], cols=b.shape[1], ranks=ranks, itemsize=a.dtype.itemsize)
     sent = {step: schedule_bytes_per_rank(messages, step) for step in STEPS}
-    hlo_bytes = hlo_bytes_per_rank(exchange.reduce_scatter_then_all_gather(mesh), *blocks)
-    hlo_bytes["all_reduce"] = hlo_bytes_per_rank(exchange.all_reduce(mesh), *blocks)["all_reduce"]
+    hlo_bytes = hlo_bytes_per_rank(gather, *blocks)
+    hlo_bytes["all_reduce"] = hlo_bytes_per_rank(all_reduce, *blocks)["all_reduce"]
     return {
         "ranks": ranks,
-        "partials": [p[0] for p in on_ranks(exchange.local_products)],
-        "shards": on_ranks(exchange.reduce_scatter),
-        "all_reduced": on_ranks(exchange.all_reduce),
-        "gathered": on_ranks(exchange.reduce_scatter_then_all_gather),
+        "partials": [p[0] for p in on_ranks(exchange.local_products(mesh)(*blocks))],
+        "shards": on_ranks(exchange.reduce_scatter(mesh)(*blocks)),
+        "all_reduced": on_ranks(all_reduce(*blocks)),
+        "gathered": on_ranks(gathered),
         "reference_equal": bool(np.array_equal(np.asarray(gathered), a.astype(float) @ b)),
         "concatenated_shape": list(concatenated.shape),
         "concatenated": concatenated.tolist(),
@@ -120,10 +121,8 @@ def bytes_table(ranks: Sequence[int] = (2, 4, 8), rows: int = 8, inner: int = 8)
     rng = np.random.default_rng(0)
     table = []
     for n in ranks:
-        a, b = (
-            rng.integers(-9, 10, shape).astype(np.float32) for shape in ((rows, inner), (inner, 2))
-        )
-        report = walkthrough(n, a, b)
+        a = rng.integers(-9, 10, (rows, inner)).astype(np.float32)
+        report = walkthrough(n, a, rng.integers(-9, 10, (inner, 2)).astype(np.float32))
         sent, hlo = report["bytes_per_rank"], report["hlo_bytes_per_rank"]
         table.append(
             {
@@ -176,8 +175,8 @@ def print_walkthrough(report: dict) -> None:
     print(f"concatenating the partials instead gives shape {tuple(report['concatenated_shape'])}")
     print(f"bytes per rank (schedule): {report['bytes_per_rank']}; total {report['bytes_total']}")
     print(f"bytes per rank (HLO, ring model): {report['hlo_bytes_per_rank']}")
-    compiled = report["explicit_mode"]["compiled_collectives"]
-    print(markdown_table([{"compiled form": form, **ops} for form, ops in compiled.items()]))
+    for form, ops in report["explicit_mode"]["compiled_collectives"].items():
+        print(f"compiled {form}: {exchange.finish_ops(ops)}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
