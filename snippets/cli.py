@@ -110,16 +110,5 @@ def check_memory(nbytes: int, what: str, fix: str = "choose smaller sizes") -> N
         )
 
 
-def largest_fitting(cost: Callable[[int], int]) -> int:
-    """The largest ``n`` whose ``cost(n)`` bytes (growing with ``n``) fit in the free memory."""
-    available, low, high = available_memory(), 0, 1
-    while cost(high) <= available:
-        low, high = high, 2 * high
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (middle, high) if cost(middle) <= available else (low, middle)
-    return low
-
-
 if __name__ == "__main__":
     run_module()

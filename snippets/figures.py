@@ -249,9 +249,9 @@ def pass_window_figure(cpu_window: dict) -> DataFigure:
 
 
 _SHORT_VERDICT = {
-    "no measurable difference": "no difference",
-    "faster than auto EV": "faster",
-    "slower than auto EV": "slower",
+    "no measurable difference from 1": "no difference",
+    "below 1": "faster",
+    "above 1": "slower",
 }
 
 
@@ -276,7 +276,7 @@ def ratio_figure(rows: Sequence[dict]) -> DataFigure:
         positions, medians, xerr=errors, capsize=3, color=[colors[r["mode"]] for r in rows]
     )
     for bar, verdict in zip(bars, verdicts, strict=True):
-        bar.set_alpha(0.35 if verdict == "no measurable difference" else 1.0)
+        bar.set_alpha(0.35 if verdict == "no measurable difference from 1" else 1.0)
     ax.set_yticks(list(positions), [r["variant"] for r in rows], fontsize=11)
     labels = ax.get_yaxis_transform()  # x in axes fraction, y in data
     for y, median, verdict in zip(positions, medians, verdicts, strict=True):

@@ -10,9 +10,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from fractions import Fraction
 
 from snippets.cli import run_module
+from snippets.collective_cost import ring_bytes_per_rank
 
 DTYPE_BYTES = {
     "pred": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1,
@@ -153,23 +153,6 @@ class Collective:
     shape: str
     ranks: int
     bytes_per_rank: float
-
-
-def ring_bytes_per_rank(kind: str, result_bytes: int, ranks: int) -> float:
-    """Bytes one rank sends for a collective whose per-rank result has ``result_bytes``.
-
-    Ring model: reduce-scatter and all-gather send ``(N-1)/N`` of the full
-    tensor, all-reduce twice that; a collective-permute sends its buffer once.
-
-    >>> ring_bytes_per_rank("reduce-scatter", result_bytes=8, ranks=2)
-    8
-    >>> ring_bytes_per_rank("all-reduce", result_bytes=16, ranks=2)
-    16
-    """
-    full = {"reduce-scatter": result_bytes * ranks}.get(kind, result_bytes)
-    share = {"all-reduce": Fraction(2 * (ranks - 1), ranks), "collective-permute": Fraction(1)}
-    sent = full * share.get(kind, Fraction(ranks - 1, ranks))
-    return int(sent) if sent.denominator == 1 else float(sent)
 
 
 def collectives(hlo_text: str) -> list[Collective]:

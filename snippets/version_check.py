@@ -72,9 +72,17 @@ def explicit_mode_facts() -> dict:
 
     Recorded, not part of the story's checks.
     """
-    from snippets.reduce_scatter import walkthrough
+    from snippets.exchange import (
+        SEED_A,
+        SEED_B,
+        contraction_mesh,
+        explicit_mode,
+        split_contraction,
+    )
 
-    return pick(walkthrough(ranks=2)["explicit_mode"], "resharded", "compiled_collectives")
+    mesh = contraction_mesh(2)
+    report = explicit_mode(*split_contraction(SEED_A, SEED_B, mesh), mesh)
+    return pick(report, "resharded", "compiled_collectives")
 
 
 def lm_head_facts() -> dict:

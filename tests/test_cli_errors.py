@@ -18,7 +18,7 @@ from snippets import (
     reduce_scatter,
     version_check,
 )
-from snippets.cli import largest_fitting, one_line
+from snippets.cli import one_line
 from snippets.lm_head import LMHeadConfig
 
 HUGE = "1000000000"
@@ -164,11 +164,6 @@ def test_a_pydantic_error_becomes_one_line_per_field():
         "emb_dim: Input should be a valid integer (got True); "
         "vocab_size: Input should be greater than 0 (got -1)"
     )
-
-
-def test_largest_fitting_finds_the_last_size_that_fits():
-    assert largest_fitting(lambda n: 0 if n <= 7 else 2**62) == 7
-    assert largest_fitting(lambda n: 2**62) == 0
 
 
 def test_a_module_without_a_command_line_says_so():

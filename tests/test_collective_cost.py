@@ -1,4 +1,4 @@
-"""The TPU cost model of a gradient's finish; the CPU measurement's structure, never its times."""
+"""The ring model, its TPU prices for the LM-head gradient, and the CPU measurement's structure."""
 
 import json
 import re
@@ -12,21 +12,23 @@ from jax.sharding import PartitionSpec as P
 
 from snippets.collective_cost import (
     BANDWIDTH_CASES,
-    DESIGN_DOC_MEASURED,
     TPU_V5P,
-    cost_table_rows,
-    design_doc_comparison,
     finish_cost,
     finish_functions,
-    lm_head_gradient_costs,
     main,
     predict,
-    range_verdict,
+    ratio_line,
     ring_hops,
     time_finishes,
-    verdict,
 )
 from snippets.devices import make_mesh
+from snippets.gradient_finish import (
+    DESIGN_DOC_MEASURED,
+    cost_table,
+    design_doc_comparison,
+    lm_head_gradient_costs,
+)
+from snippets.timing import verdict
 
 
 @pytest.mark.parametrize("ranks", [2, 4, 8])
@@ -56,10 +58,10 @@ def test_the_source_sizes():
     assert len(rows) == 2 * 2 * 2
 
 
-def test_cost_table_rows_format_the_numbers():
-    (row,) = cost_table_rows(lm_head_gradient_costs(embs=(512,), dtypes=("bf16",))[:1])
-    assert row["bytes_per_rank"] == "24,576,000"
-    assert row["ratio_to_reduce_scatter"] == "1.00"
+def test_cost_table_formats_the_numbers():
+    (row,) = cost_table(lm_head_gradient_costs(embs=(512,), dtypes=("bf16",))[:1])
+    assert row["bytes sent per rank"] == "24,576,000"
+    assert row["x reduce-scatter"] == "1.00"
 
 
 def test_every_model_number_is_the_one_its_source_quotes():
@@ -81,7 +83,8 @@ def test_every_model_number_is_the_one_its_source_quotes():
         (lambda: finish_cost("reduce-scatter", 8, 1), "at least 2 ranks"),
         (lambda: finish_cost("reduce-scatter", 9, 2), "divides evenly"),
         (lambda: lm_head_gradient_costs(dtypes=("f31",)), "Unknown dtype 'f31'"),
-        (lambda: time_finishes((2, 8), rows=12, cols=2, repeats=1), "rows 12 do not divide"),
+        (lambda: time_finishes((2, 8), rows=12, cols=2, repeats=1), "rows 12 over 8 ranks"),
+        (lambda: time_finishes((1, 2), rows=12, cols=2, repeats=1), "rows 12 over 1 ranks"),
     ],
 )
 def test_bad_input_is_rejected(call, message):
@@ -94,7 +97,7 @@ def test_the_timed_collectives_compute_the_finish():
     partials = jax.device_put(
         jnp.arange(16.0).reshape(4, 4), NamedSharding(mesh, P("k"))
     )  # rank r's partial is rows 2r, 2r+1
-    finishes = finish_functions(2)
+    finishes = finish_functions(mesh)
     total = np.arange(16.0).reshape(2, 2, 4).sum(axis=0)
     assert np.array_equal(np.asarray(finishes["all-reduce"](partials)), total)
     assert np.array_equal(np.asarray(finishes["reduce-scatter"](partials)), total)
@@ -113,31 +116,17 @@ def test_measurement_structure():
     for r in report["ratios"]:
         assert r["model_bytes_ratio"] == 2.0
         assert r["ratio_min"] <= r["ratio_median"] <= r["ratio_max"]
-        assert r["against_model"] == range_verdict(r["ratio_min"], r["ratio_max"], 2.0)
-        assert r["against_1"] == range_verdict(r["ratio_min"], r["ratio_max"], 1.0)
+        assert r["against_model"] == verdict(r["ratio_min"], r["ratio_max"], 2.0)
+        assert r["against_1"] == verdict(r["ratio_min"], r["ratio_max"], 1.0)
 
 
-@pytest.mark.parametrize(
-    ("low", "high", "words"),
-    [
-        (2.2, 3.0, "above 2"),
-        (1.1, 1.6, "below 2"),
-        (1.5, 2.5, "no measurable difference from 2"),
-        (1.45, 6.87, "no measurable difference from 2"),
-        (2.0, 2.4, "no measurable difference from 2"),
-    ],
-)
-def test_range_verdict_has_three_outcomes(low, high, words):
-    assert range_verdict(low, high, 2.0) == words
-
-
-def test_verdict_never_says_consistent():
+def test_a_ratio_line_names_the_model_and_its_verdict():
     ratio = {"ranks": 8, "ratio_median": 1.9, "ratio_min": 1.45, "ratio_max": 6.87}
-    sentence = verdict(ratio | {"model_bytes_ratio": 2.0})
-    assert sentence.endswith("no measurable difference from the model's 2x")
-    assert "consistent" not in sentence
-    below = verdict(ratio | {"ratio_min": 1.1, "ratio_max": 1.6, "model_bytes_ratio": 2.0})
-    assert below.endswith("below the model's 2x")
+    line = ratio_line(ratio | {"model_bytes_ratio": 2.0, "against_model": verdict(1.45, 6.87, 2.0)})
+    assert line == (
+        "8 ranks: all-reduce / reduce-scatter 1.90 [1.45, 6.87]; against the model's 2x: "
+        "no measurable difference from 2"
+    )
 
 
 def test_the_design_doc_comparison():
@@ -170,7 +159,8 @@ def test_cli_json(capsys):
     ("argv", "words"),
     [
         (["--ranks", "0"], ["argument --ranks", "at least 1"]),
-        (["--rows", "6", "--ranks", "4"], ["rows 6 do not divide over 4 ranks"]),
+        (["--rows", "6", "--ranks", "4"], ["rows 6 over 4 ranks", "a multiple of every rank"]),
+        (["--ranks", "1", "2"], ["over 1 ranks", "a collective needs 2 ranks or more"]),
         (["--rows", "1000000000", "--cols", "1000000"], ["needs about", "GiB"]),
     ],
 )

@@ -7,17 +7,13 @@ import numpy as np
 import pytest
 
 from snippets.devices import TooFewDevicesError
-from snippets.reduce_scatter import (
+from snippets.gradient_finish import (
     FUSION_THRESHOLD_BYTES,
-    cpu_weight_gradient_collectives,
     lm_head_gradient_finish,
     lm_head_threshold_table,
-    main,
-    schedule,
-    schedule_bytes_per_rank,
     threshold_grid,
-    walkthrough,
 )
+from snippets.reduce_scatter import main, schedule, schedule_bytes_per_rank, walkthrough
 
 on_cpu = pytest.mark.skipif(
     jax.default_backend() != "cpu", reason="states what XLA:CPU compiles; other backends differ"
@@ -76,23 +72,37 @@ def test_n_ranks_on_random_integers_match_numpy_and_bytes_agree(ranks):
 
 
 def test_schedule_sends_each_owner_its_rows():
-    transfers = schedule(rows=4, cols=3, ranks=2, itemsize=4)
-    sent = [(t.step, t.source, t.target, t.rows) for t in transfers]
+    messages = schedule(rows=4, cols=3, ranks=2, itemsize=4)
+    sent = [(m["step"], m["source"], m["target"], m["rows"]) for m in messages]
     assert ("reduce-scatter", 0, 1, (2, 4)) in sent
     assert ("all-gather", 0, 1, (0, 2)) in sent
-    assert schedule_bytes_per_rank(transfers, "all-gather") == 2 * 3 * 4
+    assert schedule_bytes_per_rank(messages, "all-gather") == 2 * 3 * 4
 
 
-def test_shapes_that_do_not_divide_are_rejected():
-    with pytest.raises(
-        ValueError, match=r"contracted size 3 and the output rows 4 must both divide by 2"
-    ):
-        walkthrough(2, np.ones((4, 3), np.float32), np.ones((3, 2), np.float32))
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+def test_every_rank_sends_as_much_as_rank_0(ranks):
+    messages = schedule(rows=12, cols=2, ranks=ranks, itemsize=4)
+    for step in ("reduce-scatter", "all-gather"):
+        for source in range(ranks):
+            sent = sum(m["bytes"] for m in messages if (m["step"], m["source"]) == (step, source))
+            assert (
+                sent
+                == schedule_bytes_per_rank(messages, step)
+                == (ranks - 1) * (12 // ranks) * 2 * 4
+            )
 
 
-def test_mismatched_contraction_is_rejected():
-    with pytest.raises(ValueError, match="contracted sizes 2 and 3 differ"):
-        walkthrough(2, np.ones((2, 2), np.float32), np.ones((3, 2), np.float32))
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [((4, 3), (3, 2)), ((2, 2), (3, 2)), ((3, 2), (2, 2)), ((4,), (4, 2))],
+    ids=["contraction does not divide", "contractions differ", "rows do not divide", "vector"],
+)
+def test_shapes_that_do_not_split_are_rejected(a, b):
+    message = (
+        r"must be matrices whose contracted sizes match, with that size and A's rows divisible"
+    )
+    with pytest.raises(ValueError, match=message):
+        walkthrough(2, np.ones(a, np.float32), np.ones(b, np.float32))
 
 
 def test_more_ranks_than_devices_is_rejected(device_count):
@@ -255,10 +265,3 @@ def test_cpu_finishes_the_fsdp_gradient_with_all_reduce_and_slice(finish):
     assert finish["finish"] == expected[finish["mesh"]]
     assert (finish["gradient_shard_slices"] > 0) == (finish["mesh"] == "dp_fsdp")
     assert "reduce-scatter" not in [c["kind"] for c in finish["collectives"]]
-
-
-def test_cpu_never_forms_a_reduce_scatter_from_all_reduce_and_slice():
-    counts = cpu_weight_gradient_collectives(ranks=4)
-    assert counts["reduce-scatter"] == 0
-    assert counts["all-reduce"] == 1
-    assert counts["dynamic-slice"] >= 1

@@ -1,0 +1,170 @@
+"""The lesson's exchange, ``C = A @ B`` split over the contraction, written two ways.
+
+With ``shard_map`` each rank multiplies its blocks into a partial sum of the whole
+of ``C``, and a collective finishes the sums: reduce-scatter leaves rank r its
+row block, all-reduce every row on every rank. In explicit mode the partial sums
+are an *unreduced* array, and ``reshard`` or the dot's ``out_sharding`` finishes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import shard_map
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from snippets.cli import run_module
+from snippets.devices import make_mesh
+from snippets.hlo import opcode_counts
+
+SEED_A = np.array([[1, 2], [3, 4]], dtype=np.float32)
+SEED_B = np.array([[5, 6], [7, 8]], dtype=np.float32)
+AXIS = "k"
+"""The mesh axis the contraction is split over."""
+BLOCKS = (P(None, AXIS), P(AXIS, None))
+"""What rank r holds: column block r of A and row block r of B."""
+
+
+def contraction_mesh(ranks: int) -> Mesh:
+    """A one-axis mesh of ``ranks`` devices for the contracted dimension."""
+    return make_mesh((ranks,), (AXIS,), "explicit")
+
+
+def split_contraction(a: np.ndarray, b: np.ndarray, mesh: Mesh) -> tuple[jax.Array, jax.Array]:
+    """Place column block r of ``a`` and row block r of ``b`` on rank r."""
+    ranks = mesh.shape[AXIS]
+    matrices = a.ndim == b.ndim == 2 and a.shape[1] == b.shape[0]
+    if not matrices or a.shape[0] % ranks or a.shape[1] % ranks:
+        raise ValueError(
+            f"A {a.shape} @ B {b.shape} on {ranks} ranks: A and B must be matrices whose "
+            f"contracted sizes match, with that size and A's rows divisible by {ranks}."
+        )
+    return jax.device_put((a, b), tuple(NamedSharding(mesh, spec) for spec in BLOCKS))
+
+
+def per_rank(array: jax.Array, mesh: Mesh) -> list[np.ndarray]:
+    """What each rank of ``mesh`` holds of ``array``, in rank order."""
+    by_device = {shard.device: np.asarray(shard.data) for shard in array.addressable_shards}
+    return [by_device[device] for device in mesh.devices.flat]
+
+
+def _on_ranks(body: Callable, mesh: Mesh, out_specs: P, check_vma: bool = True) -> Callable:
+    """``body(a_block, b_block)`` run on every rank by ``shard_map``, jitted."""
+    mapped = shard_map(body, mesh=mesh, in_specs=BLOCKS, out_specs=out_specs, check_vma=check_vma)
+    return jax.jit(mapped)
+
+
+def local_products(mesh: Mesh) -> Callable:
+    """Each rank's unfinished ``C_r = A[:, K_r] @ B[K_r, :]``, stacked along a leading rank axis."""
+    return _on_ranks(lambda a, b: (a @ b)[None], mesh, P(AXIS))
+
+
+def concatenate_partials(mesh: Mesh) -> Callable:
+    """The wrong way: declare the unfinished products row-sharded, which concatenates them."""
+    return _on_ranks(lambda a, b: a @ b, mesh, P(AXIS, None))
+
+
+def _finished_rows(a: jax.Array, b: jax.Array) -> jax.Array:
+    """On one rank: the local product, summed across ranks, keeping this rank's row block."""
+    return jax.lax.psum_scatter(a @ b, AXIS, scatter_dimension=0, tiled=True)
+
+
+def reduce_scatter(mesh: Mesh) -> Callable:
+    """Finish the sums and leave rank r with row block r of C."""
+    return _on_ranks(_finished_rows, mesh, P(AXIS, None))
+
+
+def all_reduce(mesh: Mesh) -> Callable:
+    """Finish the sums and leave every rank with the whole of C."""
+    return _on_ranks(lambda a, b: jax.lax.psum(a @ b, AXIS), mesh, P())
+
+
+def reduce_scatter_then_all_gather(mesh: Mesh) -> Callable:
+    """Reduce-scatter, then all-gather the finished rows: every rank holds C.
+
+    The gathered value is the same on every rank, which shard_map cannot infer
+    for ``all_gather``; ``check_vma=False`` states it.
+    """
+    return _on_ranks(
+        lambda a, b: jax.lax.all_gather(_finished_rows(a, b), AXIS, tiled=True),
+        mesh,
+        P(),
+        check_vma=False,
+    )
+
+
+def partial_sums(a: jax.Array, b: jax.Array) -> jax.Array:
+    """The local products as one *unreduced* array: JAX's type for the lesson's C_0 and C_1."""
+    return jnp.dot(a, b, out_sharding=P(None, None, unreduced={AXIS}))
+
+
+def finish_by_reshard(a: jax.Array, b: jax.Array) -> jax.Array:
+    """Finish the unreduced partial sums into row ownership with ``reshard``."""
+    return jax.sharding.reshard(partial_sums(a, b), P(AXIS, None))
+
+
+def rows_in_one_dot(a: jax.Array, b: jax.Array) -> jax.Array:
+    """Ask the dot itself for finished, row-owned output: both steps at once."""
+    return jnp.dot(a, b, out_sharding=P(AXIS, None))
+
+
+EXPLICIT_FORMS = {
+    "dot_unreduced": partial_sums,
+    "dot_unreduced_then_reshard": finish_by_reshard,
+    "dot_out_sharding_rows": rows_in_one_dot,
+}
+"""The sharding-in-types forms of the exchange, each jitted under the explicit mesh."""
+
+FORM_TITLES = {
+    "dot_unreduced": 'jnp.dot(a, b, out_sharding=P(None, None, unreduced={"k"}))',
+    "dot_unreduced_then_reshard": 'jax.sharding.reshard(partials, P("k", None))',
+    "dot_out_sharding_rows": 'jnp.dot(a, b, out_sharding=P("k", None))',
+    "shard_map_psum_scatter": 'shard_map: jax.lax.psum_scatter(a @ b, "k", ...)',
+}
+"""How each form of :func:`explicit_mode` is written, for a table."""
+
+FINISH_OPCODES = ("reduce-scatter", "all-reduce", "all-gather", "dynamic-slice")
+"""The opcodes that show how a compiled program finishes partial sums."""
+
+
+def compiled_collectives(function: Callable, *args: jax.Array) -> dict[str, int]:
+    """How many of each :data:`FINISH_OPCODES` the compiled ``function`` has."""
+    return opcode_counts(function.lower(*args).compile().as_text(), *FINISH_OPCODES)
+
+
+def finish_ops(counts: dict[str, int]) -> str:
+    """The opcodes a :func:`compiled_collectives` count found: ``1 all-reduce + 1 dynamic-slice``.
+
+    >>> finish_ops({"reduce-scatter": 0, "all-reduce": 1, "dynamic-slice": 1})
+    '1 all-reduce + 1 dynamic-slice'
+    """
+    return " + ".join(f"{n} {opcode}" for opcode, n in counts.items() if n) or "none"
+
+
+def explicit_mode(a: jax.Array, b: jax.Array, mesh: Mesh) -> dict:
+    """The exchange without ``shard_map``: unreduced partials, finished rows, compiled ops per form.
+
+    ``shard_map_psum_scatter`` is the :func:`reduce_scatter` form, for comparison.
+    """
+    with jax.set_mesh(mesh):
+        unreduced = jax.jit(partial_sums)(a, b)
+        rows = jax.jit(finish_by_reshard)(a, b)
+        compiled = {
+            name: compiled_collectives(jax.jit(form), a, b) for name, form in EXPLICIT_FORMS.items()
+        }
+    compiled["shard_map_psum_scatter"] = compiled_collectives(reduce_scatter(mesh), a, b)
+    return {
+        "unreduced_type": str(jax.typeof(unreduced)),
+        "unreduced_partials": [p.tolist() for p in per_rank(unreduced, mesh)],
+        "resharded_type": str(jax.typeof(rows)),
+        "resharded": np.asarray(rows).tolist(),
+        "compiled_collectives": compiled,
+    }
+
+
+if __name__ == "__main__":
+    run_module()

@@ -1,0 +1,253 @@
+"""How the LM head's weight gradient is finished, when a TPU fuses the finish, and what it costs.
+
+The compiled step shows the finish on each mesh; the source's ~512-byte rule says when
+a TPU fuses all-reduce + dynamic-slice into a reduce-scatter; and the ring model of
+:mod:`snippets.collective_cost` prices both finishes beside what MaxText's design doc measured.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+from pydantic import validate_call
+
+from snippets.barrier import run_report
+from snippets.cli import PositiveInt, run_module
+from snippets.collective_cost import (
+    BANDWIDTH_CASES,
+    FINISHES,
+    TPU_V5P,
+    Interconnect,
+    finish_cost,
+    predict,
+)
+from snippets.hlo import DTYPE_BYTES, array_shapes, computations, instructions
+from snippets.lowering import MESH_LAYOUTS, StepConfig, lower_step
+
+
+def lm_head_gradient_finish(mesh: str, mode: str = "explicit") -> dict:
+    """How the LM-head step's compiled program finishes the head kernel's gradient on ``mesh``.
+
+    Reads the gradient's per-rank shape from the step's outputs, its collectives, and the
+    dynamic-slices that cut a shard of that size out of a full all-reduced gradient.
+    """
+    config = StepConfig(mesh=mesh, mode=mode)
+    lowered = lower_step(config)
+    comps, entry, root = computations(lowered.compiled)
+    by_name = {inst.name: inst for inst in comps[entry]}
+    (position,) = lowered.kernel_outputs
+    ((_, gradient),) = array_shapes(by_name[by_name[root].operands[position]].shape)
+    slices = [
+        inst.shape
+        for inst in instructions(lowered.compiled)
+        if inst.opcode == "dynamic-slice"
+        and math.prod(array_shapes(inst.shape)[0][1]) == math.prod(gradient)
+    ]
+    sharded = math.prod(gradient) < math.prod(config.kernel_dims)
+    found = run_report(lowered)["collectives"]
+    finish = (
+        "reduce-scatter" if sharded and "reduce-scatter" in [c["kind"] for c in found]
+        else "all-reduce + dynamic-slice" if sharded and slices
+        else "all-reduce"
+    )  # fmt: skip
+    return {
+        "mesh": mesh,
+        "mesh_axes": dict(zip(MESH_LAYOUTS[mesh], config.mesh_shape, strict=True)),
+        "kernel": list(config.kernel_dims),
+        "gradient_per_rank": list(gradient),
+        "gradient_sharded": sharded,
+        "collectives": [{key: c[key] for key in ("kind", "shape", "ranks")} for c in found],
+        "gradient_shard_slices": len(slices),
+        "gradient_shard_slice_shapes": slices,
+        "finish": finish,
+    }
+
+
+FUSION_THRESHOLD_BYTES = 512
+"""Per the source PR, the TPU compiler rejects fusing all-reduce + dynamic-slice into a
+reduce-scatter when the per-shard minor-most extent is below ~512 bytes (one 128-lane x 32-bit
+vreg row), independent of dtype. :func:`fuses` is that rule; the ``~`` is the source's."""
+
+
+def fuses(per_shard_bytes: int) -> bool:
+    """The source's rule: the fusion happens at :data:`FUSION_THRESHOLD_BYTES` per shard or more.
+
+    >>> fuses(256), fuses(512)
+    (False, True)
+    """
+    return per_shard_bytes >= FUSION_THRESHOLD_BYTES
+
+
+def itemsize(dtype: str) -> int:
+    """Bytes per element of an HLO element type such as ``bf16``."""
+    if dtype not in DTYPE_BYTES:
+        raise ValueError(f"Unknown dtype {dtype!r}; use an HLO name such as bf16 or f32.")
+    return DTYPE_BYTES[dtype]
+
+
+@validate_call
+def lm_head_threshold_table(
+    *,
+    embs: Sequence[PositiveInt] = (512, 1024, 2048, 4096),
+    dtypes: Sequence[str] = ("bf16", "f32"),
+    shards: Sequence[PositiveInt] = (2, 4, 8),
+) -> list[dict]:
+    """The rule for the ``[vocab, emb]`` gradient with ``emb`` split over the shards.
+
+    A shard's minor-most extent is ``emb / shards`` elements.
+    """
+    if bad := [(emb, n) for emb in embs for n in shards if emb % n]:
+        raise ValueError(f"emb {bad[0][0]} does not divide over {bad[0][1]} shards.")
+    grid = itertools.product(dtypes, embs, shards)
+    sizes = {(dtype, emb, n): emb // n * itemsize(dtype) for dtype, emb, n in grid}
+    return [
+        {"emb": emb, "dtype": dtype, "shards": n, "per_shard_bytes": size, "fuses": fuses(size)}
+        for (dtype, emb, n), size in sizes.items()
+    ]
+
+
+def threshold_grid(rows: Sequence[dict]) -> list[dict]:
+    """One line per (dtype, emb), one column per shard count: bytes, and whether it fuses.
+
+    A shard exactly at the threshold is marked, since there the rule's ``>=`` decides.
+    """
+    grid: dict[tuple[str, int], dict] = {}
+    for row in rows:
+        line = grid.setdefault((row["dtype"], row["emb"]), {k: row[k] for k in ("dtype", "emb")})
+        verdict = "fuses" if row["fuses"] else "**no**"
+        edge = " (boundary)" if row["per_shard_bytes"] == FUSION_THRESHOLD_BYTES else ""
+        line[f"{row['shards']} shards"] = f"{row['per_shard_bytes']} B, {verdict}{edge}"
+    return list(grid.values())
+
+
+def threshold_report() -> dict:
+    """The fusion rule and its table, as ``python -m snippets.reduce_scatter --threshold`` has them."""
+    return {
+        "threshold_bytes": FUSION_THRESHOLD_BYTES,
+        "rule": f"fuses == (per_shard_bytes >= {FUSION_THRESHOLD_BYTES})",
+        "source": "the source PR (TPU v5p): the all-reduce to dynamic-slice fusion is rejected "
+        "when the per-shard minor-most extent is below ~512 bytes, independent of dtype",
+        "rows": lm_head_threshold_table(),
+    }
+
+
+def lm_head_gradient_costs(
+    vocab: int = 32000,
+    embs: Sequence[int] = (512, 4096),
+    shards: int = 4,
+    dtypes: Sequence[str] = ("bf16", "f32"),
+    link: Interconnect = TPU_V5P,
+) -> list[dict]:
+    """Modelled time of each finish of the ``[vocab, emb]`` gradient, and its ratio to RS."""
+    rows = []
+    for emb, dtype in itertools.product(embs, dtypes):
+        size = vocab * emb * itemsize(dtype)
+        costs = {finish: finish_cost(finish, size, shards, link) for finish in FINISHES}
+        for finish, cost in costs.items():
+            ratio = cost["predicted_us"] / costs["reduce-scatter"]["predicted_us"]
+            gradient = {"emb": emb, "dtype": dtype, "shards": shards, "gradient_bytes": size}
+            rows.append(gradient | {"collective": finish, **cost, "ratio_to_reduce_scatter": ratio})
+    return rows
+
+
+def cost_table(rows: Sequence[dict]) -> list[dict]:
+    """Rows of :func:`lm_head_gradient_costs` as a table: readable numbers under short titles."""
+    return [
+        {
+            "emb": row["emb"],
+            "dtype": row["dtype"],
+            "finish": row["collective"],
+            "bytes sent per rank": f"{row['bytes_per_rank']:,}",
+            "model (us)": f"{row['predicted_us']:.0f}",
+            "x reduce-scatter": f"{row['ratio_to_reduce_scatter']:.2f}",
+        }
+        for row in rows
+    ]
+
+
+DESIGN_DOC = (
+    "MaxText's design doc docs/guides/optimization/shard_mode_performance.md, in open PR "
+    "https://github.com/AI-Hypercomputer/maxtext/pull/5091"
+)
+DESIGN_DOC_MEASURED = {"reduce-scatter": (91.7e9, 99.3e9), "all-reduce": (130.1e9, 138.8e9)}
+"""Bandwidth MaxText's design doc measured on TPU v5p (4 devices) for llama2's bf16 vocab gradient,
+in bytes sent per device per second (section 4.2: "91.7-99.3 GB/s versus 130.1-138.8 GB/s for the
+all-reduce, so the win is 0.66-0.76x time"). The doc's times are not printed; each is the
+per-device wire bytes over its bandwidth, which gives back the doc's 0.66-0.76x."""
+
+
+def design_doc_comparison(
+    vocab: int = 32000, emb: int = 512, shards: int = 4, dtype: str = "bf16"
+) -> list[dict]:
+    """Each collective's time as MaxText's design doc measured it, beside the model's two cases.
+
+    The defaults are the doc's llama2 vocab gradient (bf16 ``[512, 32000]``, 4 devices). Model
+    times are the collective alone, without the slice.
+    """
+    rows = []
+    for kind, (slowest, fastest) in DESIGN_DOC_MEASURED.items():
+        costs = {
+            case: predict(kind, vocab * emb * itemsize(dtype), shards, link)
+            for case, link in BANDWIDTH_CASES.items()
+        }
+        sent = costs["one-way"]["bytes_per_rank"]
+        measured = {
+            "measured_us_min": 1e6 * sent / fastest,
+            "measured_us_max": 1e6 * sent / slowest,
+        }
+        modelled = {
+            f"model_us_{case}": c["latency_us"] + c["transfer_us"] for case, c in costs.items()
+        }
+        rows.append({"collective": kind, "bytes_per_rank": sent, **measured, **modelled})
+    return rows
+
+
+def comparison_table(rows: Sequence[dict]) -> list[dict]:
+    """Rows of :func:`design_doc_comparison` as a table: readable numbers under short titles."""
+    return [
+        {
+            "collective": row["collective"],
+            "MB sent per device": f"{row['bytes_per_rank'] / 1e6:.2f}",
+            "doc's GB/s as us": f"{row['measured_us_min']:.0f}-{row['measured_us_max']:.0f}",
+            "model, one way": f"{row['model_us_one-way']:.0f}",
+            "model, both ways": f"{row['model_us_bidirectional']:.0f}",
+        }
+        for row in rows
+    ]
+
+
+def cost_model_report() -> dict:
+    """The TPU v5p cost model of the gradient's finish, as ``--cost-model`` prints it.
+
+    The top-level bandwidth and rows are the one-way case; ``bandwidth_cases`` holds both.
+    """
+    return {
+        "model": "ring collective: hops x hop latency + bytes sent per rank / link bandwidth, "
+        "plus reading and writing one shard for the slice; a model, not a measurement",
+        "interconnect": TPU_V5P.name,
+        "bandwidth_bytes_per_s": TPU_V5P.link_bytes_per_s,
+        "bandwidth_source": TPU_V5P.link_source,
+        "hop_latency_us": 1e6 * TPU_V5P.hop_latency_s,
+        "latency_source": TPU_V5P.latency_source,
+        "memory_bytes_per_s": TPU_V5P.memory_bytes_per_s,
+        "memory_source": TPU_V5P.memory_source,
+        "rows": lm_head_gradient_costs(),
+        "bandwidth_cases": {
+            case: {
+                "bandwidth_bytes_per_s": link.link_bytes_per_s,
+                "source": link.link_source,
+                "rows": lm_head_gradient_costs(link=link),
+            }
+            for case, link in BANDWIDTH_CASES.items()
+        },
+        "design_doc_measured": {
+            "source": f"{DESIGN_DOC}, section 4.2",
+            "rows": design_doc_comparison(),
+        },
+    }
+
+
+if __name__ == "__main__":
+    run_module()

@@ -1,0 +1,60 @@
+"""Timing on a shared machine: runs interleaved round by round, ratios within a round, a verdict.
+
+Every run takes one turn per round, so a slow moment falls on all of them alike;
+each run's time is then divided by a reference run's time in the same round.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Hashable, Mapping, Sequence
+
+import jax
+
+from snippets.cli import run_module
+
+
+def interleaved(
+    runs: Mapping[Hashable, Callable[[], object]], repeats: int, warmup: int = 1
+) -> dict[Hashable, list[float]]:
+    """Seconds per call of each run, ``repeats`` rounds of one call each, after ``warmup`` calls."""
+    for run in runs.values():
+        for _ in range(warmup):
+            jax.block_until_ready(run())
+    seconds: dict[Hashable, list[float]] = {key: [] for key in runs}
+    for _ in range(repeats):
+        for key, run in runs.items():
+            start = time.perf_counter()
+            jax.block_until_ready(run())
+            seconds[key].append(time.perf_counter() - start)
+    return seconds
+
+
+def milliseconds(seconds: Sequence[float]) -> dict[str, float]:
+    """The median, fastest and slowest of ``seconds``, in milliseconds."""
+    ms = [1e3 * s for s in seconds]
+    return {"median_ms": statistics.median(ms), "min_ms": min(ms), "max_ms": max(ms)}
+
+
+def ratio_range(seconds: Sequence[float], reference: Sequence[float]) -> tuple[float, float, float]:
+    """Median, min and max of each round's time over the reference run's time in that round."""
+    ratios = [s / r for s, r in zip(seconds, reference, strict=True)]
+    return statistics.median(ratios), min(ratios), max(ratios)
+
+
+def verdict(low: float, high: float, reference: float) -> str:
+    """Where a measured min-max range lies against ``reference``: a side only if all of it is there.
+
+    >>> verdict(2.2, 3.0, 2.0), verdict(0.5, 0.9, 1.0), verdict(1.5, 2.5, 2.0)
+    ('above 2', 'below 1', 'no measurable difference from 2')
+    """
+    if low > reference:
+        return f"above {reference:g}"
+    if high < reference:
+        return f"below {reference:g}"
+    return f"no measurable difference from {reference:g}"
+
+
+if __name__ == "__main__":
+    run_module()
