@@ -2,8 +2,10 @@
 
 Autodiff of ``x @ kernel`` (kernel ``[embed, vocab]``) computes the weight
 gradient as ``dot(g, x) -> [vocab, embed]`` and transposes it; under explicit
-sharding a ``Sharding`` call between the two blocks XLA's fold. MaxText's design
-doc (open pull request 5091, section 8 item 01) implemented its
+sharding a ``Sharding`` call between the two blocks XLA's fold. The custom VJP
+leaves no transpose to fold, whatever the shard mode and pass order; the
+``auto_axes`` region emits no ``Sharding`` call there, as auto mode does not.
+MaxText's design doc (open pull request 5091, section 8 item 01) implemented its
 ``lm_head_weight_grad_in_kernel_order`` flag first as a custom VJP that writes
 ``[embed, vocab]`` directly (:func:`kernel_order_logits`), then, in its revision
 of 2026-09-03, with ``jax.sharding.auto_axes`` (:func:`auto_axes_logits`).
@@ -36,7 +38,6 @@ def kernel_order_logits(
 
     A ``jax.custom_vjp``: its backward rule (``_backward``, registered with ``defvjp``)
     writes the kernel's gradient in that same order, with ``out_sharding`` kept.
-    No transpose is left to fold, whatever the shard mode and the pass order.
     """
     return lax.dot_general(x, kernel, (((x.ndim - 1,), (0,)), ((), ())), out_sharding=out_sharding)
 
@@ -66,11 +67,9 @@ def auto_axes_logits(
 ) -> jax.Array:
     """``x @ kernel`` for a kernel stored ``[embed, vocab]``, computed with the mesh's axes Auto.
 
-    On an all-Explicit mesh (read from the type of ``x``) the dot runs in an
-    ``auto_axes`` region, so JAX emits no ``Sharding`` call between the weight
-    gradient's ``dot`` and its ``transpose`` and XLA may fold them, as in auto
-    mode. The logits leave with ``out_sharding``, by default the plain dot's.
-    Elsewhere it is the plain dot: there is no barrier to remove.
+    On an all-Explicit mesh (read from the type of ``x``) the logits leave the
+    region with ``out_sharding``, by default the plain dot's; elsewhere this is
+    the plain dot, as there is no barrier to remove.
     """
     if not jax.typeof(x).sharding.mesh.are_all_axes_explicit:
         return x @ kernel

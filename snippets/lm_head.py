@@ -1,11 +1,15 @@
-"""A general dense layer with MaxText's LM-head fixes as options, and the head built on it.
+"""A general dense layer with the LM-head fixes as options, and the head built on it.
 
-``DenseGeneral(kernel_transposed=True)`` stores its kernel ``out_features +
-in_features`` (``[vocab, embed]`` for an LM head) and contracts on the kernel's
-trailing axes: the output is unchanged and autodiff writes the weight gradient
-in the stored orientation (the source pull request's ``lm_head_kernel_transposed``).
-``weight_grad_in_kernel_order`` keeps the kernel ``[embed, vocab]`` and writes its
-gradient in that order instead (the design doc's fix, ``snippets.kernel_order_grad``).
+``DenseGeneral`` follows Flax's ``LinearGeneral`` (`linear.py
+<https://github.com/google/flax/blob/02603f689d5783636048a5b4e0a2ed7cc81901c5/flax/nnx/nn/linear.py>`_)
+and MaxText's ``DenseGeneral`` (`linears.py
+<https://github.com/AI-Hypercomputer/maxtext/blob/022d0e12f2529db8cfd6b6f002f85416698204f0/src/maxtext/layers/linears.py>`_):
+canonical arguments, promoted dtypes, one ``lax.dot_general``, and MaxText's own
+slice-bound check. ``kernel_transposed=True`` stores the kernel ``[out..., in...]``
+(``[vocab, embed]`` for the head: the source pull request's ``lm_head_kernel_transposed``),
+so autodiff writes the weight gradient in that order; ``weight_grad_in_kernel_order``
+keeps ``[embed, vocab]`` and writes its gradient in that order instead (the design
+doc's fix, :mod:`snippets.kernel_order_grad`).
 
 Run ``python -m snippets.lm_head [--json]`` for a summary of both orientations.
 """
@@ -155,7 +159,7 @@ class DenseGeneral(nnx.Module):
         out_sharding: Any = None,
         slice_bounds: tuple[int, int] | None = None,
     ) -> jax.Array:
-        """Contract ``inputs`` over ``axis`` with the kernel; ``slice_bounds`` keeps a slice of the last output feature."""
+        """Contract ``inputs`` over ``axis`` with the (optionally sliced) kernel; add the bias."""
         kernel = self.kernel[...]
         bias = None if self.bias is None else self.bias[...]
         if slice_bounds is not None:
