@@ -94,8 +94,8 @@ def _line_diff(before: str, after: str) -> list[str]:
 
 def pin_diff(config: StepConfig) -> dict:
     """Lower with and without the logits out_sharding pin and diff the HLO before optimisation."""
-    pinned = lower_step(dataclasses.replace(config, pin_logits=True)).hlo
-    unpinned = lower_step(dataclasses.replace(config, pin_logits=False)).hlo
+    pinned = lower_step(config.replace(pin_logits=True)).hlo
+    unpinned = lower_step(config.replace(pin_logits=False)).hlo
     return {
         "lines": _line_diff(pinned, unpinned),
         "sharding_calls_pinned": sharding_call_count(pinned),
@@ -131,7 +131,7 @@ def lowered_for(config: StepConfig, platforms: Sequence[str] = OTHER_PLATFORMS) 
 
 def single_device_control(config: StepConfig) -> dict:
     """The same step on one device: does the compiled weight-gradient dot write [emb, vocab] directly?"""
-    lowered = lower_step(dataclasses.replace(config, devices=1, mesh="dp"))
+    lowered = lower_step(config.replace(devices=1, mesh="dp"))
     dims = config.kernel_dims
     kernel_order_dots = [
         inst.shape
@@ -173,11 +173,11 @@ def barrier_report(base: StepConfig) -> dict:
     runs = [run_report(lower_step(config)) for config in every_mode_and_variant(base)]
     if base.optimizer != "none":
         for run, config in zip(runs, every_mode_and_variant(base), strict=True):
-            plain = lower_step(dataclasses.replace(config, optimizer="none"))
+            plain = lower_step(config.replace(optimizer="none"))
             without = gradient_relayouts(plain)["gradient_relayouts"]
             run["gradient_relayouts_without_optimizer"] = without
             run["relayouts_added_by_optimizer"] = run["gradient_relayouts"] - without
-    explicit_ev = dataclasses.replace(base, mode="explicit", variant="EV", optimizer="none")
+    explicit_ev = base.replace(mode="explicit", variant="EV", optimizer="none")
     pin = pin_diff(explicit_ev)
     single = single_device_control(explicit_ev)
     window = pass_window(explicit_ev)
@@ -346,7 +346,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         base = step_config(args, steps=2, optimizer=args.optimizer)
         setup_devices(base.devices)
         report = barrier_report(base)
-        report["causal_control"] = causal_control(dataclasses.replace(base, optimizer="none"))
+        report["causal_control"] = causal_control(base.replace(optimizer="none"))
     if args.json:
         print(json.dumps(report, indent=2))
         return

@@ -17,7 +17,6 @@ for every (shard mode x head variant).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import tempfile
@@ -126,7 +125,7 @@ def control(config: StepConfig, remover: bool = False) -> dict:
     ``remover=False`` (the control) disables sharding-remover; ``True`` compiles as XLA:CPU
     does by default, the other half of the pair.
     """
-    one_device = dataclasses.replace(config, devices=1, mesh="dp")
+    one_device = config.replace(devices=1, mesh="dp")
     hlo, dumps, error = _compile_with_dumps(one_device, remover)
     ending = _check_the_ending(one_device, sharding_call_count(hlo), error, remover)
     final = _optimised_module(dumps)
@@ -160,7 +159,7 @@ def control(config: StepConfig, remover: bool = False) -> dict:
 
 def paired_control(config: StepConfig) -> list[dict]:
     """One explicit module on one device, compiled with sharding-remover on and then off."""
-    explicit = dataclasses.replace(config, mode="explicit", variant="EV", optimizer="none")
+    explicit = config.replace(mode="explicit", variant="EV", optimizer="none")
     return [control(explicit, remover=True), control(explicit, remover=False)]
 
 

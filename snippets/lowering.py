@@ -3,15 +3,7 @@
 token embedding -> RMS norm -> LM head -> softmax cross-entropy, with
 ``value_and_grad`` over the parameters, jitted. The mesh is simulated CPU
 devices or real chips (``snippets.devices``); the shard mode, sizes, dtype and
-the head variant are configurable:
-
-* ``EV``: the kernel stored ``[embed, vocab]`` (the default);
-* ``VE``: ``kernel_transposed=True``, stored ``[vocab, embed]``;
-* ``kernel-order-grad``: ``[embed, vocab]`` with a custom VJP that writes the
-  weight gradient in kernel order (``snippets.kernel_order_grad``);
-* ``auto-axes``: ``[embed, vocab]`` with the head's dot in a ``jax.sharding.auto_axes``
-  region, the fix MaxText's design doc proposes in its revision of 2026-09-03 (open pull
-  request 5091; ``snippets.auto_axes_head``).
+the head variant are configurable (:data:`VARIANTS`).
 
 ``python -m snippets.lowering [--mode M] [--variant V] [--mesh dp|dp_fsdp] [--devices N]
 [--emb E] [--vocab V] [--batch B] [--seq S] [--dtype D] [--show stablehlo|hlo|compiled]
@@ -23,26 +15,32 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import tempfile
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal, Self
 
 import jax
 import jax.numpy as jnp
 import optax
 from flax import nnx
-from flax.linen import logical_to_mesh_axes
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
+from pydantic import model_validator
 
-from snippets.auto_axes_head import auto_axes_logits
-from snippets.cli import Parser, check_memory, positive_int, reported, run_module
+from snippets.cli import Parser, PositiveInt, check_memory, positive_int, reported, run_module
 from snippets.devices import SHARD_MODES, make_mesh, setup_devices
-from snippets.kernel_order_grad import kernel_order_logits
-from snippets.lm_head import LMHeadConfig, build_output_head
+from snippets.lm_head import Config, LMHeadConfig, build_output_head
 
-VARIANTS = ("EV", "VE", "kernel-order-grad", "auto-axes")
+VARIANTS = {
+    "EV": {},
+    "VE": {"lm_head_kernel_transposed": True},
+    "kernel-order-grad": {"lm_head_weight_grad_in_kernel_order": "custom_vjp"},
+    "auto-axes": {"lm_head_weight_grad_in_kernel_order": "auto_axes"},
+}
+"""The head variants by name, each as its LM-head options: ``EV`` stores the kernel
+``[embed, vocab]``, ``VE`` ``[vocab, embed]``; the other two keep ``EV``'s kernel and
+write its gradient in kernel order (``snippets.kernel_order_grad``)."""
 DTYPES = ("float32", "bfloat16", "float16")
 OPTIMIZERS = ("none", "adam")
 """``none``: the step returns the loss and gradients; ``adam``: it also applies an AdamW update."""
@@ -50,41 +48,23 @@ MESH_LAYOUTS = {"dp": ("data",), "dp_fsdp": ("data", "fsdp")}
 """Mesh layouts: 4-way data parallel, or data x fsdp with weights sharded on ``embed``."""
 
 
-@dataclasses.dataclass(frozen=True)
-class StepConfig:
-    """Everything that decides the lowered step; invalid combinations raise on construction."""
+class StepConfig(Config):
+    """Everything that decides the lowered step; an invalid combination fails on construction."""
 
-    mode: str = "explicit"
-    variant: str = "EV"
-    mesh: str = "dp"
-    devices: int = 4
-    emb: int = 64
-    vocab: int = 256
-    batch: int = 8
-    seq: int = 16
-    dtype: str = "float32"
+    mode: Literal[*SHARD_MODES] = "explicit"
+    variant: Literal[*VARIANTS] = "EV"
+    mesh: Literal[*MESH_LAYOUTS] = "dp"
+    devices: PositiveInt = 4
+    emb: PositiveInt = 64
+    vocab: PositiveInt = 256
+    batch: PositiveInt = 8
+    seq: PositiveInt = 16
+    dtype: Literal[*DTYPES] = "float32"
     pin_logits: bool = True
-    optimizer: str = "none"
+    optimizer: Literal[*OPTIMIZERS] = "none"
 
-    def __post_init__(self) -> None:
-        for field in ("devices", "emb", "vocab", "batch", "seq"):
-            value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{field} must be a whole number of at least 1, got {value!r}.")
-        if not isinstance(self.pin_logits, bool):
-            raise TypeError(f"pin_logits must be True or False, got {self.pin_logits!r}.")
-        choices = {
-            "mode": tuple(SHARD_MODES),
-            "variant": VARIANTS,
-            "mesh": tuple(MESH_LAYOUTS),
-            "dtype": DTYPES,
-            "optimizer": OPTIMIZERS,
-        }
-        for field, allowed in choices.items():
-            if getattr(self, field) not in allowed:
-                raise ValueError(
-                    f"Unknown {field} {getattr(self, field)!r}; expected one of {allowed}."
-                )
+    @model_validator(mode="after")
+    def _fits_the_mesh(self) -> Self:
         if self.mesh == "dp_fsdp" and self.devices % 2:
             raise ValueError(
                 f"mesh 'dp_fsdp' is 2 x devices/2 and needs an even device count, got {self.devices}."
@@ -94,9 +74,11 @@ class StepConfig:
                 f"batch {self.batch} does not divide over the {self.devices} devices of the "
                 f"{self.mesh!r} mesh; use a multiple of {self.devices}."
             )
-        fsdp = self.mesh_shape[-1] if self.mesh == "dp_fsdp" else 1
-        if self.emb % fsdp:
-            raise ValueError(f"emb {self.emb} does not divide over the fsdp axis of size {fsdp}.")
+        if self.mesh == "dp_fsdp" and self.emb % self.mesh_shape[-1]:
+            raise ValueError(
+                f"emb {self.emb} does not divide over the fsdp axis of size {self.mesh_shape[-1]}."
+            )
+        return self
 
     @property
     def step_bytes(self) -> int:
@@ -135,34 +117,20 @@ class TinyLM(nnx.Module):
         table = jax.random.normal(rngs.params(), (config.vocab, config.emb), dtype)
         self.embedding = nnx.Param(table, out_sharding=("vocab", "embed"), eager_sharding=False)
         self.norm = nnx.RMSNorm(config.emb, dtype=dtype, param_dtype=dtype, rngs=rngs)
-        head_config = LMHeadConfig(
-            emb_dim=config.emb,
-            vocab_size=config.vocab,
-            lm_head_kernel_transposed=config.variant == "VE",
-        )
-        self.head = build_output_head(head_config, rngs=rngs)
+        head = LMHeadConfig(emb_dim=config.emb, vocab_size=config.vocab, **VARIANTS[config.variant])
+        self.head = build_output_head(head, rngs=rngs)
 
     def __call__(self, tokens: jax.Array) -> jax.Array:
         """Logits ``[batch, seq, vocab]`` for ``tokens`` ``[batch, seq]``."""
-        explicit = self.config.mode == "explicit"
-        activations = P(self.config.batch_axes, None, None)
-        x = self.embedding[...].at[tokens].get(out_sharding=activations if explicit else None)
-        x = self.norm(x)
-        logits_spec = activations if explicit and self.config.pin_logits else None
-        if self.config.variant == "kernel-order-grad":
-            return kernel_order_logits(x, self.head.kernel[...], logits_spec)
-        if self.config.variant == "auto-axes":
-            return auto_axes_logits(x, self.head.kernel[...], activations if explicit else None)
-        return self.head(x, out_sharding=logits_spec)
+        explicit = jax.typeof(tokens).sharding.mesh.are_all_axes_explicit
+        activations = P(self.config.batch_axes, None, None) if explicit else None
+        x = self.norm(self.embedding[...].at[tokens].get(out_sharding=activations))
+        return self.head(x, out_sharding=activations if self.config.pin_logits else None)
 
 
 def every_mode_and_variant(base: StepConfig) -> list[StepConfig]:
     """``base`` in each shard mode with each head variant, explicit first."""
-    return [
-        dataclasses.replace(base, mode=mode, variant=variant)
-        for mode in SHARD_MODES
-        for variant in VARIANTS
-    ]
+    return [base.replace(mode=m, variant=v) for m in SHARD_MODES for v in VARIANTS]
 
 
 def cross_entropy(logits: jax.Array, targets: jax.Array) -> jax.Array:
@@ -171,39 +139,19 @@ def cross_entropy(logits: jax.Array, targets: jax.Array) -> jax.Array:
     return -jnp.mean(jnp.take_along_axis(log_probs, targets[..., None], axis=-1))
 
 
-def param_shardings(params: nnx.State, config: StepConfig, mesh: Mesh) -> nnx.State:
-    """A NamedSharding per parameter, from its logical axes and the config's rules."""
-
-    def sharding(variable: nnx.Variable) -> NamedSharding:
-        logical = variable.get_metadata().get("out_sharding")
-        spec = logical_to_mesh_axes(tuple(logical), config.rules) if logical else P()
-        return NamedSharding(mesh, spec)
-
-    return jax.tree.map(sharding, params, is_leaf=lambda x: isinstance(x, nnx.Variable))
-
-
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Step:
-    """A jitted training step with the arrays it runs on, ready to lower or call.
+    """A jitted training step with its arguments on the mesh, ready to lower or call.
 
-    Without an optimizer it is ``value_and_grad``: ``(params, tokens, targets) ->
-    (loss, grads)``. With one it also updates: ``(params, opt_state, tokens,
-    targets) -> (loss, params, opt_state)``.
+    Without an optimizer ``function`` is ``value_and_grad``: ``(params, tokens, targets) ->
+    (loss, grads)``. With one it also updates: ``(params, opt_state, tokens, targets) ->
+    (loss, params, opt_state)``.
     """
 
     config: StepConfig
     mesh: Mesh
     function: Any
-    params: nnx.State
-    tokens: jax.Array
-    targets: jax.Array
-    opt_state: Any = None
-
-    @property
-    def args(self) -> tuple:
-        """The step's arguments, in order."""
-        state = (self.params,) if self.opt_state is None else (self.params, self.opt_state)
-        return (*state, self.tokens, self.targets)
+    args: tuple
 
     def lower(self) -> jax.stages.Lowered:
         """Lower the step under its mesh."""
@@ -216,22 +164,10 @@ class Step:
             return self.function(*self.args)
 
 
-def with_adamw(value_and_grad: Any, optimizer: optax.GradientTransformation) -> Any:
-    """A step that also applies ``optimizer``'s update: ``(loss, new params, new state)``."""
-
-    def step(params, opt_state, tokens, targets):
-        loss, grads = value_and_grad(params, tokens, targets)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        return loss, optax.apply_updates(params, updates), opt_state
-
-    return step
-
-
 def build_step(config: StepConfig, seed: int = 0) -> Step:
     """Build the model and data for ``config``, place them on the mesh and jit the step."""
     mesh = make_mesh(config.mesh_shape, MESH_LAYOUTS[config.mesh], config.mode)
-    model = TinyLM(config, nnx.Rngs(seed))
-    graphdef, params = nnx.split(model, nnx.Param)
+    graphdef, params = nnx.split(TinyLM(config, nnx.Rngs(seed)), nnx.Param)
     gather = P() if config.mesh == "dp_fsdp" else None
 
     def loss_fn(params, tokens, targets):
@@ -244,22 +180,22 @@ def build_step(config: StepConfig, seed: int = 0) -> Step:
 
     key = jax.random.key(seed + 1)
     tokens, targets = jax.random.randint(key, (2, config.batch, config.seq), 0, config.vocab)
-    data = NamedSharding(mesh, P(config.batch_axes, None))
-    params = jax.device_put(params, param_shardings(params, config, mesh))
-    step = Step(
-        config,
-        mesh,
-        jax.jit(jax.value_and_grad(loss_fn)),
-        params,
-        jax.device_put(tokens, data),
-        jax.device_put(targets, data),
-    )
-    if config.optimizer == "adam":
-        optimizer = optax.adamw(1e-3)
-        with jax.set_mesh(mesh):
-            step.opt_state = jax.jit(optimizer.init)(params)
-        step.function = jax.jit(with_adamw(jax.value_and_grad(loss_fn), optimizer))
-    return step
+    tokens, targets = jax.device_put((tokens, targets), NamedSharding(mesh, P(config.batch_axes)))
+    with nnx.logical_axis_rules(config.rules):
+        params = jax.device_put(params, nnx.get_named_sharding(params, mesh))
+    value_and_grad = jax.value_and_grad(loss_fn)
+    if config.optimizer == "none":
+        return Step(config, mesh, jax.jit(value_and_grad), (params, tokens, targets))
+    optimizer = optax.adamw(1e-3)
+
+    def step(params, opt_state, tokens, targets):
+        loss, grads = value_and_grad(params, tokens, targets)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return loss, optax.apply_updates(params, updates), opt_state
+
+    with jax.set_mesh(mesh):
+        opt_state = jax.jit(optimizer.init)(params)
+    return Step(config, mesh, jax.jit(step), (params, opt_state, tokens, targets))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -285,12 +221,7 @@ def kernel_output_positions(lowered: jax.stages.Lowered) -> tuple[int, ...]:
 
 def read_pass_dumps(directory: str) -> dict[str, str]:
     """The ``.txt`` files XLA wrote to ``directory`` (``xla_dump_to``), by name."""
-    dumps = {}
-    for name in os.listdir(directory):
-        if name.endswith(".txt"):
-            with open(os.path.join(directory, name)) as file:
-                dumps[name] = file.read()
-    return dumps
+    return {path.name: path.read_text() for path in Path(directory).glob("*.txt")}
 
 
 def lower_built(step: Step, dump_passes: bool = False) -> LoweredStep:
@@ -352,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(getattr(lowered, args.show))
         return
     report = {
-        "config": dataclasses.asdict(config),
+        "config": config.model_dump(),
         "mesh_shape": list(config.mesh_shape),
         "program_lines": {name: len(getattr(lowered, name).splitlines()) for name in PROGRAMS},
     }

@@ -1,7 +1,5 @@
 """Bad input to the layer, its config, the spec helper, the step config and reduce-scatter."""
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -11,13 +9,7 @@ from jax.sharding import PartitionSpec as P
 from pydantic import ValidationError
 
 from snippets.gradient_finish import lm_head_threshold_table
-from snippets.lm_head import (
-    DenseGeneral,
-    Int8Quant,
-    LMHeadConfig,
-    build_output_head,
-    head_kernel_spec,
-)
+from snippets.lm_head import DenseGeneral, Int8Quant, LMHeadConfig, head_kernel_spec
 from snippets.lowering import StepConfig
 from snippets.reduce_scatter import schedule, schedule_bytes_per_rank, walkthrough
 
@@ -41,15 +33,22 @@ def test_valid_slice_bounds_keep_a_slice_of_the_heads():
     np.testing.assert_allclose(rest, full[..., 3:], rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("bounds", [(3, 2), (-1, 4), (0, 100), (2, 2), (0, 3.0), (1,), "03"])
+@pytest.mark.parametrize("bounds", [(3, 2), (-1, 4), (0, 100), (2, 2)])
 def test_slice_bounds_outside_the_last_feature_are_rejected(bounds):
-    with pytest.raises(ValueError, match=r"must be two whole numbers .* 0 <= begin < end <= 8"):
+    with pytest.raises(ValueError, match=r"slice_bounds .* must be within \[0, 8\]"):
+        heads_layer()(jnp.ones((2, 4)), slice_bounds=bounds)
+
+
+@pytest.mark.parametrize("bounds", [(0, 3.0), (1,), "03"])
+def test_slice_bounds_that_are_not_two_integers_fail(bounds):
+    """No check of its own: unpacking, comparing or slicing fails in Python or JAX."""
+    with pytest.raises((TypeError, ValueError)):
         heads_layer()(jnp.ones((2, 4)), slice_bounds=bounds)
 
 
 def test_slice_bounds_with_quantisation_are_rejected():
     layer = heads_layer(quant=Int8Quant())
-    with pytest.raises(ValueError, match="slice_bounds cannot be combined with quant"):
+    with pytest.raises(ValueError, match=r"slice_bounds cannot be combined with .* quant"):
         layer(jnp.ones((2, 4)), slice_bounds=(0, 3))
 
 
@@ -57,41 +56,6 @@ def test_numpy_integer_features_are_accepted():
     layer = DenseGeneral(np.int64(16), np.int32(8), axis=np.int64(-1), rngs=nnx.Rngs(0))
     assert layer.in_features == (16,)
     assert layer(jnp.ones((3, 16))).shape == (3, 8)
-
-
-def wrong_shape_init(key, shape, dtype, in_axis, out_axis):
-    return jnp.zeros(shape[::-1], dtype)
-
-
-@pytest.mark.parametrize(
-    ("args", "kwargs", "error", "message"),
-    [
-        ((0, 8), {}, ValueError, r"in_features must all be at least 1, got \(0,\)"),
-        ((16, (2, 0)), {}, ValueError, r"out_features must all be at least 1, got \(2, 0\)"),
-        ((16.0, 8), {}, TypeError, "in_features must be a whole number or a sequence"),
-        ((True, 8), {}, TypeError, "in_features must be a whole number or a sequence"),
-        (((4, 4), 8), {"axis": (-1, -1)}, ValueError, "names the same input axis twice"),
-        ((16, 8), {"quant": "int8"}, TypeError, "quant must be None or a config"),
-        ((16, 8), {"kernel_transposed": "yes"}, TypeError, "kernel_transposed must be True"),
-        ((16, 8), {"use_bias": 1}, TypeError, "use_bias must be True or False"),
-        ((16, 8), {"kernel_axes": ("embed", 3)}, TypeError, "kernel_axes must be names"),
-        (
-            (16, 8),
-            {"kernel_init": wrong_shape_init},
-            ValueError,
-            r"kernel_init returned shape \(8, 16\).*canonical .* shape \(16, 8\)",
-        ),
-    ],
-)
-def test_bad_layer_arguments_fail_at_construction(args, kwargs, error, message):
-    with pytest.raises(error, match=message):
-        DenseGeneral(*args, rngs=nnx.Rngs(0), **kwargs)
-
-
-def test_an_axis_named_twice_after_normalisation_fails_at_call():
-    layer = DenseGeneral((4, 4), 8, axis=(1, -1), rngs=nnx.Rngs(0))
-    with pytest.raises(ValueError, match=r"axis \(1, -1\) names the same axis twice .* \(4, 4\)"):
-        layer(jnp.ones((4, 4)))
 
 
 @pytest.mark.parametrize(
@@ -111,35 +75,25 @@ def test_config_does_not_coerce(field, value):
 
 
 @pytest.mark.parametrize(
-    ("update", "message"),
+    ("changes", "message"),
     [
         ({"logits_via_embedding": True, "lm_head_kernel_transposed": True}, "requires logits_via"),
         ({"emb_dim": 0}, "emb_dim"),
         ({"vocab_size": 3.5}, "vocab_size"),
+        ({"lm_head_weight_grad_in_kernel_order": "vjp"}, "lm_head_weight_grad_in_kernel_order"),
         ({"bogus": 1}, "bogus"),
     ],
 )
-def test_model_copy_validates_the_update(update, message):
+def test_replace_validates_the_changes(changes, message):
     config = LMHeadConfig(emb_dim=8, vocab_size=16)
     with pytest.raises(ValidationError, match=message):
-        config.model_copy(update=update)
+        config.replace(**changes)
 
 
-def test_model_copy_keeps_a_valid_update():
+def test_replace_keeps_a_valid_change_and_the_original():
     config = LMHeadConfig(emb_dim=8, vocab_size=16)
-    assert config.model_copy(update={"lm_head_kernel_transposed": True}).lm_head_kernel_transposed
-
-
-def test_an_unvalidated_config_is_refused_where_it_is_used():
-    bypass = LMHeadConfig.model_construct(
-        emb_dim=8, vocab_size=16, logits_via_embedding=True, lm_head_kernel_transposed=True
-    )
-    with pytest.raises(ValidationError, match="requires logits_via_embedding=False"):
-        head_kernel_spec(bypass, RULES)
-    with pytest.raises(ValidationError, match="requires logits_via_embedding=False"):
-        build_output_head(bypass, rngs=nnx.Rngs(0))
-    with pytest.raises(TypeError, match="Expected an LMHeadConfig, got dict"):
-        head_kernel_spec({"emb_dim": 8, "vocab_size": 16}, RULES)
+    assert config.replace(lm_head_kernel_transposed=True).lm_head_kernel_transposed
+    assert not config.lm_head_kernel_transposed
 
 
 @pytest.mark.parametrize("check", [P("model"), P("model", None), P(("model",), None)])
@@ -150,7 +104,7 @@ def test_equivalent_check_specs_are_accepted(check):
 
 def test_a_check_spec_with_too_many_entries_is_rejected():
     config = LMHeadConfig(emb_dim=8, vocab_size=16)
-    with pytest.raises(ValueError, match="has 3 entries for a rank-2 kernel"):
+    with pytest.raises(ValueError, match=r"PartitionSpec P\(None, 'model', None\) does not fit"):
         head_kernel_spec(config, RULES, check=P(None, "model", None))
 
 
@@ -160,8 +114,6 @@ def test_a_check_spec_with_too_many_entries_is_rejected():
         ([("embed", None)], r"no rule for \['vocab'\]"),
         ([], r"no rule for \['embed', 'vocab'\]"),
         ([("vocab", "model")], r"no rule for \['embed'\]"),
-        ([("embed", None), "vocab"], r"Logical rule 'vocab' must be a \(logical name"),
-        ([("embed", None), ("vocab", 3)], r"Logical rule \('vocab', 3\) must be"),
     ],
 )
 def test_rules_must_name_every_head_axis(rules, message):
@@ -176,20 +128,20 @@ def test_replicating_on_purpose_is_allowed():
 
 
 @pytest.mark.parametrize(
-    ("changes", "error", "message"),
+    ("changes", "message"),
     [
-        ({"batch": 0}, ValueError, "batch must be a whole number of at least 1, got 0"),
-        ({"seq": 0}, ValueError, "seq must be a whole number of at least 1, got 0"),
-        ({"emb": 0}, ValueError, "emb must be a whole number of at least 1, got 0"),
-        ({"devices": 0}, ValueError, "devices must be a whole number of at least 1, got 0"),
-        ({"vocab": 256.0}, ValueError, "vocab must be a whole number of at least 1, got 256.0"),
-        ({"dtype": "int8"}, ValueError, r"Unknown dtype 'int8'"),
-        ({"pin_logits": "no"}, TypeError, "pin_logits must be True or False"),
+        ({"batch": 0}, r"batch\s+Input should be greater than or equal to 1"),
+        ({"seq": 0}, r"seq\s+Input should be greater than or equal to 1"),
+        ({"emb": 0}, r"emb\s+Input should be greater than or equal to 1"),
+        ({"devices": 0}, r"devices\s+Input should be greater than or equal to 1"),
+        ({"vocab": 256.0}, r"vocab\s+Input should be a valid integer"),
+        ({"dtype": "int8"}, r"dtype\s+Input should be 'float32', 'bfloat16' or 'float16'"),
+        ({"pin_logits": "no"}, r"pin_logits\s+Input should be a valid boolean"),
     ],
 )
-def test_step_config_rejects_sizes_and_types(changes, error, message):
-    with pytest.raises(error, match=message):
-        dataclasses.replace(StepConfig(), **changes)
+def test_step_config_rejects_sizes_and_types(changes, message):
+    with pytest.raises(ValidationError, match=message):
+        StepConfig().replace(**changes)
 
 
 @pytest.mark.parametrize(

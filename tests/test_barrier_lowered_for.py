@@ -1,6 +1,5 @@
 """What the TPU's and GPU's compilers receive, lowered here without that hardware; the relayout table."""
 
-import dataclasses
 import json
 
 import pytest
@@ -15,7 +14,7 @@ pytestmark = pytest.mark.needs_devices(BASE.devices)
 
 @pytest.mark.parametrize("mode", ["explicit", "auto"])
 def test_tpu_and_gpu_receive_the_cpu_lowering(mode):
-    config = dataclasses.replace(BASE, mode=mode)
+    config = BASE.replace(mode=mode)
     calls = sharding_call_count(lower_step(config).hlo)
     lowered = barrier.lowered_for(config)
     assert set(lowered) == {"tpu", "cuda"}

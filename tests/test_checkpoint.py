@@ -102,7 +102,10 @@ def test_an_unknown_layout_in_the_record_raises(tmp_path):
     record = json.loads(record_file.read_text())
     record["kernel"]["layout"] = "vocab_major"
     record_file.write_text(json.dumps(record))
-    with pytest.raises(OrientationError, match="kernel: unknown stored layout 'vocab_major'"):
+    with pytest.raises(
+        OrientationError,
+        match=r"kernel\.layout: Input should be 'in_out' or 'out_in' \(got 'vocab_major'\)",
+    ):
         restore(tmp_path / "ckpt", head(True))
 
 

@@ -64,7 +64,9 @@ def test_a_record_without_features_is_refused(saved, key):
         return json.dumps(record)
 
     edit_record(saved, drop)
-    with pytest.raises(OrientationError, match=rf"kernel: .* has {key}=None; expected a non-empty"):
+    with pytest.raises(
+        OrientationError, match=rf"record of .* is malformed: kernel\.{key}: Field required"
+    ):
         restore(saved, head())
 
 

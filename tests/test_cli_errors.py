@@ -162,7 +162,7 @@ def test_a_pydantic_error_becomes_one_line_per_field():
         LMHeadConfig(emb_dim=True, vocab_size=-1)
     assert one_line(error.value) == (
         "emb_dim: Input should be a valid integer (got True); "
-        "vocab_size: Input should be greater than 0 (got -1)"
+        "vocab_size: Input should be greater than or equal to 1 (got -1)"
     )
 
 

@@ -1,17 +1,20 @@
-"""The two heads a reader copies: the kernel-order custom VJP and the auto_axes region."""
+"""The two kernel-order heads a reader copies, the custom VJP and the auto_axes region, alone
+and as the layer's ``weight_grad_in_kernel_order`` options."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import nnx
 from jax.sharding import AxisType
 from jax.sharding import PartitionSpec as P
 
-from snippets.auto_axes_head import auto_axes_logits
 from snippets.hlo import transpose_of_dot_sites
-from snippets.kernel_order_grad import kernel_order_logits
+from snippets.kernel_order_grad import auto_axes_logits, kernel_order_logits
+from snippets.lm_head import DenseGeneral
 
 EMB, VOCAB = 16, 32
+BATCH = P("data", None, None)
 HEADS = {"kernel-order-grad": kernel_order_logits, "auto-axes": auto_axes_logits}
 
 
@@ -39,12 +42,24 @@ def test_values_and_gradients_match_plain_autodiff(name):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-def _explicit_grad_hlo(head):
+@pytest.mark.parametrize("option", ["custom_vjp", "auto_axes"])
+def test_the_layer_option_matches_the_plain_layer(option):
+    x = jax.random.normal(jax.random.key(1), (2, 4, EMB))
+    plain, fixed = (
+        DenseGeneral(EMB, VOCAB, use_bias=True, weight_grad_in_kernel_order=o, rngs=nnx.Rngs(0))
+        for o in (None, option)
+    )
+    np.testing.assert_allclose(fixed(x), plain(x), rtol=1e-6, atol=1e-6)
+    grads = [nnx.grad(lambda layer: jnp.sum(jnp.sin(layer(x))))(h) for h in (plain, fixed)]
+    np.testing.assert_allclose(grads[1].kernel[...], grads[0].kernel[...], rtol=1e-5, atol=1e-5)
+
+
+def _explicit_grad_hlo(head, out_sharding=BATCH):
     mesh = jax.make_mesh((2,), ("data",), axis_types=(AxisType.Explicit,))
     with jax.set_mesh(mesh):
-        x = jax.device_put(jnp.ones((4, 4, EMB)), P("data", None, None))
+        x = jax.device_put(jnp.ones((4, 4, EMB)), BATCH)
         kernel = jax.device_put(jnp.ones((EMB, VOCAB)), P())
-        grad = jax.jit(jax.grad(_loss(head, P("data", None, None)), argnums=1))
+        grad = jax.jit(jax.grad(_loss(head, out_sharding), argnums=1))
         return grad.lower(x, kernel).compiler_ir("hlo").as_hlo_text()
 
 
@@ -54,6 +69,14 @@ def test_the_custom_vjp_writes_the_weight_gradient_without_a_transpose():
 
 
 @pytest.mark.needs_devices(2)
-def test_auto_axes_leaves_the_dot_feeding_its_transpose():
-    sites = transpose_of_dot_sites(_explicit_grad_hlo(auto_axes_logits), (EMB, VOCAB))
+@pytest.mark.parametrize("out_sharding", [BATCH, None], ids=["given", "inferred"])
+def test_auto_axes_leaves_the_dot_feeding_its_transpose(out_sharding):
+    sites = transpose_of_dot_sites(_explicit_grad_hlo(auto_axes_logits, out_sharding), (EMB, VOCAB))
     assert [site.kind for site in sites] == ["foldable"]
+
+
+@pytest.mark.needs_devices(2)
+def test_the_plain_dot_keeps_the_barrier():
+    """The control: without either head, explicit mode puts a Sharding call in between."""
+    sites = transpose_of_dot_sites(_explicit_grad_hlo(lambda x, k, s: x @ k), (EMB, VOCAB))
+    assert [site.kind for site in sites] == ["barrier"]

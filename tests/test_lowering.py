@@ -1,9 +1,8 @@
 """The lowered LM-head step on the simulated mesh: barrier, fold sites, fixes, pin and control."""
 
-import dataclasses
-
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 from snippets.barrier import pass_window, pin_diff, run_report, single_device_control
 from snippets.devices import TooFewDevicesError
@@ -18,9 +17,7 @@ DIMS = BASE.kernel_dims
 def runs():
     """The barrier report of every (mode x variant) on the 4-way data-parallel mesh."""
     return {
-        (mode, variant): run_report(
-            lower_step(dataclasses.replace(BASE, mode=mode, variant=variant))
-        )
+        (mode, variant): run_report(lower_step(BASE.replace(mode=mode, variant=variant)))
         for mode in ("explicit", "auto")
         for variant in ("EV", "VE", "kernel-order-grad", "auto-axes")
     }
@@ -84,7 +81,7 @@ def test_the_out_sharding_pin_contributes_nothing():
 
 @pytest.mark.parametrize("mode", ["explicit", "auto"])
 def test_single_device_folds_the_transpose(mode):
-    control = single_device_control(dataclasses.replace(BASE, mode=mode))
+    control = single_device_control(BASE.replace(mode=mode))
     assert control["folded"]
     assert control["kernel_order_dots"] == [f"f32[{BASE.emb},{BASE.vocab}]{{1,0}}"]
 
@@ -98,11 +95,11 @@ def test_cpu_partitions_before_it_simplifies():
 @pytest.mark.parametrize("mesh", ["dp", "dp_fsdp"])
 @pytest.mark.parametrize("mode", ["explicit", "auto"])
 def test_every_variant_has_the_same_gradients(mesh, mode):
-    config = dataclasses.replace(BASE, mesh=mesh, mode=mode)
+    config = BASE.replace(mesh=mesh, mode=mode)
     loss, grads = build_step(config)()
     ev_kernel = np.asarray(grads["head"]["kernel"][...])
     for variant in ("VE", "kernel-order-grad", "auto-axes"):
-        other_loss, other = build_step(dataclasses.replace(config, variant=variant))()
+        other_loss, other = build_step(config.replace(variant=variant))()
         kernel = np.asarray(other["head"]["kernel"][...])
         np.testing.assert_allclose(other_loss, loss, rtol=1e-6)
         np.testing.assert_allclose(
@@ -118,15 +115,16 @@ def test_the_step_runs_on_the_mesh():
     loss, grads = step()
     assert np.isfinite(float(loss))
     assert grads["head"]["kernel"][...].shape == DIMS
-    assert len(step.tokens.sharding.device_set) == BASE.devices
+    tokens = step.args[1]
+    assert len(tokens.sharding.device_set) == BASE.devices
 
 
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"variant": "EVV"}, r"Unknown variant 'EVV'"),
-        ({"mode": "manual"}, r"Unknown mode 'manual'"),
-        ({"mesh": "tp"}, r"Unknown mesh 'tp'"),
+        ({"variant": "EVV"}, r"variant\s+Input should be 'EV', 'VE', 'kernel-order-grad' or"),
+        ({"mode": "manual"}, r"mode\s+Input should be 'explicit' or 'auto'"),
+        ({"mesh": "tp"}, r"mesh\s+Input should be 'dp' or 'dp_fsdp'"),
         ({"batch": 6}, r"batch 6 does not divide over the 4 devices"),
         ({"mesh": "dp_fsdp", "emb": 63}, r"emb 63 does not divide over the fsdp axis of size 2"),
         ({"mesh": "dp_fsdp", "devices": 3, "batch": 9}, r"needs an even device count"),
@@ -134,12 +132,12 @@ def test_the_step_runs_on_the_mesh():
 )
 def test_bad_configurations_are_rejected(changes, message):
     with pytest.raises(ValueError, match=message):
-        dataclasses.replace(BASE, **changes)
+        BASE.replace(**changes)
 
 
 def test_more_devices_than_exist_is_rejected(device_count):
     with pytest.raises(TooFewDevicesError, match=f"{2 * device_count} devices are needed"):
-        build_step(dataclasses.replace(BASE, devices=2 * device_count, batch=2 * device_count))
+        build_step(BASE.replace(devices=2 * device_count, batch=2 * device_count))
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +145,7 @@ def fsdp_runs():
     """The barrier report of every (mode x variant) on the data x fsdp mesh."""
     return {
         (config.mode, config.variant): run_report(lower_step(config))
-        for config in every_mode_and_variant(dataclasses.replace(BASE, mesh="dp_fsdp"))
+        for config in every_mode_and_variant(BASE.replace(mesh="dp_fsdp"))
     }
 
 
@@ -171,7 +169,7 @@ def test_fsdp_auto_axes_relays_as_auto_ev_does_on_cpu(fsdp_runs, mode):
 
 
 def test_the_optimizer_step_updates_and_reports_its_relayouts():
-    config = dataclasses.replace(BASE, mesh="dp_fsdp", optimizer="adam")
+    config = BASE.replace(mesh="dp_fsdp", optimizer="adam")
     loss, params, opt_state = build_step(config)()
     assert np.isfinite(float(loss))
     assert params["head"]["kernel"][...].shape == DIMS
@@ -179,10 +177,10 @@ def test_the_optimizer_step_updates_and_reports_its_relayouts():
     run = run_report(lower_step(config))
     assert run["optimizer"] == "adam"
     assert run["gradient_relayouts"] >= 1
-    ve = run_report(lower_step(dataclasses.replace(config, variant="VE")))
+    ve = run_report(lower_step(config.replace(variant="VE")))
     assert ve["gradient_relayouts"] == 0
 
 
 def test_an_unknown_optimizer_is_rejected():
-    with pytest.raises(ValueError, match="Unknown optimizer 'sgd'"):
+    with pytest.raises(ValidationError, match=r"optimizer\s+Input should be 'none' or 'adam'"):
         StepConfig(optimizer="sgd")
