@@ -85,3 +85,19 @@ def test_the_check_finds_a_name_from_a_hidden_cell(tmp_path):
     header = guide_paths()[0].read_text().split("\n---\n", 1)[0]
     guide.write_text(f"{header}\n---\n\n# T\n\n{hidden}\n{visible}")
     assert names_only_hidden_cells_define(guide) == [(2, {"table"})]
+
+
+def test_the_flagship_shows_the_barrier_in_plain_jax_first():
+    guide = next(p for p in guide_paths() if p.stem == "shard_mode_performance")
+    first = next(
+        tree
+        for hidden, tree in cells(guide)
+        if not hidden and "as_hlo_text" in ast.unparse(tree) and "import" in ast.unparse(tree)
+    )
+    imported = {
+        node.module if isinstance(node, ast.ImportFrom) else alias.name
+        for node in ast.walk(first)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    assert imported <= {"jax", "jax.numpy", "jax.sharding"}, imported
