@@ -1,24 +1,19 @@
 """Figures the guides draw from executed results, glued into the page by myst-nb.
 
-Each function returns a :class:`DataFigure`: a matplotlib figure together with
-the numbers it draws. A guide glues it with myst-nb's ``glue("name", figure)``
-in the cell that computed those numbers and places it with a ``glue:figure``
-directive, so the figure is stored in that cell's outputs, from the same
-execution as the table beside it. Nothing
-is written to disk: a figure file read by a later build can go stale against a
-cached table, and one did.
-
-The PNG a ``DataFigure`` displays as carries its numbers, the resolution and the
-smallest font size in a text chunk (:func:`png_metadata` reads it back), so a test
-can check a figure against its table and a browser test can check the rendered
-text size.
+Each function returns a :class:`DataFigure`: a matplotlib figure and the numbers it
+draws. A guide glues it (``glue("name", figure)``) in the cell that computed those
+numbers, so the figure lives in that cell's outputs, from the same execution as the
+table beside it; a figure file read by a later build can go stale, and one did. The
+PNG carries its numbers, resolution and smallest font size in a text chunk
+(:data:`METADATA_KEY`; Pillow's ``Image.open(...).text`` reads it), so tests can check
+a figure against its table and the rendered text size.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
-import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,43 +37,35 @@ METADATA_KEY = "shard-perf-docs"
 """The PNG text chunk holding a figure's numbers, resolution and smallest font size."""
 
 
+@dataclasses.dataclass(frozen=True)
 class DataFigure:
     """A matplotlib figure and the numbers it draws; IPython displays it as a PNG.
 
-    >>> figure = DataFigure(Figure(figsize=(WIDTH_IN, 1)), {"ratio": 1.0})
-    >>> png_metadata(figure.png())["data"]
+    >>> from PIL import Image
+    >>> png = DataFigure(Figure(figsize=(WIDTH_IN, 1)), {"ratio": 1.0}).png()
+    >>> json.loads(Image.open(io.BytesIO(png)).text[METADATA_KEY])["data"]
     {'ratio': 1.0}
     """
 
-    def __init__(self, figure: Figure, data: Any):
-        small = smallest_font_pt(figure)
-        if small < MIN_FONT_PT:
+    figure: Figure = dataclasses.field(repr=False)
+    data: Any
+
+    def __post_init__(self) -> None:
+        if (small := smallest_font_pt(self.figure)) < MIN_FONT_PT:
             raise ValueError(
                 f"A figure uses {small} pt text; the guides need at least {MIN_FONT_PT} pt so it "
                 "stays readable on a phone. Enlarge the font or shorten the label."
             )
-        self.figure = figure
-        self.data = data
 
     def png(self) -> bytes:
-        """The figure as PNG bytes, with the numbers in a text chunk."""
-        width, height = self.figure.get_size_inches()
+        """The figure as PNG bytes, its numbers, resolution and smallest font in a text chunk."""
         meta = {"data": self.data, "dpi": DPI, "min_font_pt": smallest_font_pt(self.figure)}
-        meta["width_in"], meta["height_in"] = float(width), float(height)
         buffer = io.BytesIO()
-        self.figure.savefig(
-            buffer,
-            format="png",
-            dpi=DPI,
-            metadata={METADATA_KEY: json.dumps(meta, sort_keys=True), "Software": None},
-        )
+        metadata = {METADATA_KEY: json.dumps(meta, sort_keys=True), "Software": None}
+        self.figure.savefig(buffer, format="png", dpi=DPI, metadata=metadata)
         return buffer.getvalue()
 
-    def _repr_png_(self) -> bytes:
-        return self.png()
-
-    def __repr__(self) -> str:
-        return f"<DataFigure {self.figure.get_size_inches().tolist()} in, data={self.data!r}>"
+    _repr_png_ = png  # how IPython displays it
 
 
 def smallest_font_pt(figure: Figure) -> float:
@@ -89,22 +76,6 @@ def smallest_font_pt(figure: Figure) -> float:
         if text.get_visible() and text.get_text().strip()
     ]
     return min(sizes, default=MIN_FONT_PT)
-
-
-def png_metadata(png: bytes) -> dict:
-    """The metadata a :class:`DataFigure` wrote into its PNG (``data``, ``dpi``, ``min_font_pt``)."""
-    position = 8  # after the PNG signature
-    while position < len(png):
-        length = int.from_bytes(png[position : position + 4], "big")
-        kind = png[position + 4 : position + 8]
-        body = png[position + 8 : position + 8 + length]
-        position += 12 + length
-        key, _, value = body.partition(b"\0")
-        if kind == b"tEXt" and key == METADATA_KEY.encode():
-            return json.loads(value.decode("latin-1"))
-        if kind == b"zTXt" and key == METADATA_KEY.encode():
-            return json.loads(zlib.decompress(value[1:]).decode("latin-1"))
-    raise ValueError(f"This PNG has no {METADATA_KEY!r} text chunk: it was not made by DataFigure.")
 
 
 def _figure(height_in: float) -> Figure:
@@ -226,17 +197,14 @@ def pass_window_figure(cpu_window: dict) -> DataFigure:
         cpu_window["partitioner_pass"]: f"dump {cpu_window['first_spmd_partitioner']}",
         "algsimp": f"dump {cpu_window['first_algsimp']}",
     }
+    folds, gpu_note = "folds unless a Sharding call is in the way", "simplifier first, as on TPU"
     cpu_note = "an all-reduce already stands between dot and transpose"
     if not cpu_window["partitioner_first"]:
-        cpu, cpu_note = dict(reversed(cpu.items())), "folds unless a Sharding call is in the way"
+        cpu, cpu_note = dict(reversed(cpu.items())), folds
     rows = [
         ("CPU, measured in this build", cpu, cpu_note),
-        ("TPU, quoted from MaxText", TPU_PASS_WINDOW, "folds unless a Sharding call is in the way"),
-        (
-            "GPU, read from XLA's source",
-            GPU_PASS_ORDER,
-            "simplifier first, as on TPU (not run here)",
-        ),
+        ("TPU, quoted from MaxText", TPU_PASS_WINDOW, folds),
+        ("GPU, read from XLA's source", GPU_PASS_ORDER, gpu_note + " (not run here)"),
     ]
     figure = _figure(4.4)
     ax = figure.add_subplot()

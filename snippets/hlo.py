@@ -23,75 +23,81 @@ DTYPE_BYTES = {
 """Bytes per element of the HLO element types the readers may meet."""
 
 _ARRAY_SHAPE = re.compile(r"(?P<dtype>[a-z]\w*)\[(?P<dims>[\d,]*)\]")
-_HEADER = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?=[(a-z])")
+_HEADER = re.compile(r"^\s*(?P<root>ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?=[(a-z])")
 _COMMENT = re.compile(r"/\*.*?\*/")  # XLA numbers long operand lists: /*index=5*/%name
+_COMPUTATION = re.compile(r"^\s*(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(?:\(.*)?\{\s*$")
+"""A computation's header: ``%name (params) -> shape {``, or ``name {`` as metadata printing writes it."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Instruction:
-    """One HLO instruction: its name, result shape text, opcode, operand names and attributes."""
+    """One HLO instruction: name, result shape text, opcode, operand names, attributes, and
+    whether it is its computation's ROOT."""
 
     name: str
     shape: str
     opcode: str
     operands: tuple[str, ...]
     attributes: str
+    root: bool = False
 
 
-def _split_top_level(text: str) -> list[str]:
-    """Split ``text`` at commas outside brackets, braces and parentheses."""
-    parts, depth, current = [], 0, []
-    for char in text:
+def _group(text: str) -> tuple[list[str], int]:
+    """The top-level comma-separated parts of the bracketed group ``text`` opens, and its end."""
+    parts, depth, start = [], 0, 1
+    for index, char in enumerate(text):
         depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    parts.append("".join(current))
-    return [part.strip() for part in parts if part.strip()]
-
-
-def _balanced(text: str, start: int) -> int:
-    """Index just past the parenthesis group that opens at ``text[start]``."""
-    depth = 0
-    for index in range(start, len(text)):
-        depth += {"(": 1, ")": -1}.get(text[index], 0)
         if depth == 0:
-            return index + 1
-    raise ValueError(f"Unbalanced parentheses in HLO line: {text!r}")
+            return [*parts, text[start:index]], index
+        if depth == 1 and char == ",":
+            parts.append(text[start:index])
+            start = index + 1
+    raise ValueError(f"Unbalanced brackets in HLO line: {text!r}")
 
 
 def parse_instruction(line: str) -> Instruction | None:
     """Parse one line of HLO text; ``None`` for lines that are not instructions.
 
     >>> parse_instruction("  ROOT %t = f32[4,2]{1,0} transpose(f32[2,4]{1,0} %d), dimensions={1,0}")
-    Instruction(name='t', shape='f32[4,2]{1,0}', opcode='transpose', operands=('d',), attributes=', dimensions={1,0}')
-    >>> parse_instruction("ROOT t = (f32[], f32[]) tuple(a, /*index=1*/%b)").operands
+    Instruction(name='t', shape='f32[4,2]{1,0}', opcode='transpose', operands=('d',), attributes=', dimensions={1,0}', root=True)
+    >>> parse_instruction("t = (f32[], f32[]) tuple(a, /*index=1*/%b)").operands
     ('a', 'b')
     """
     header = _HEADER.match(line)
     if header is None:
         return None
     rest = line[header.end() :]
-    if rest.startswith("("):
-        end = _balanced(rest, 0)
-        shape, rest = rest[:end], rest[end:].lstrip()
-    else:
-        shape, _, rest = rest.partition(" ")
-    opcode, paren, rest = rest.partition("(")
-    if not paren:
+    end = _group(rest)[1] + 1 if rest.startswith("(") else rest.find(" ")
+    shape, rest = rest[:end], rest[end:].lstrip()
+    opcode = rest.partition("(")[0]
+    if end < 0 or opcode == rest:
         return None
-    end = _balanced("(" + rest, 0) - 1
-    operands = tuple(
-        _COMMENT.sub("", part).split()[-1].lstrip("%") for part in _split_top_level(rest[: end - 1])
-    )
-    return Instruction(header["name"], shape, opcode.strip(), operands, rest[end:])
+    parts, close = _group(rest[len(opcode) :])
+    names = [_COMMENT.sub("", part).split() for part in parts]
+    operands = tuple(name[-1].lstrip("%") for name in names if name)
+    attributes = rest[len(opcode) + close + 1 :]
+    return Instruction(header["name"], shape, opcode, operands, attributes, bool(header["root"]))
 
 
 def instructions(hlo_text: str) -> list[Instruction]:
     """Every instruction in an HLO module, in text order, fused computations included."""
     return [inst for line in hlo_text.splitlines() if (inst := parse_instruction(line))]
+
+
+def computations(hlo_text: str) -> tuple[dict[str, list[Instruction]], str, str]:
+    """Each computation's instructions by name, the entry computation's name and its root's name."""
+    found: dict[str, list[Instruction]] = {}
+    entry = root = current = ""
+    for line in hlo_text.splitlines():
+        header = _COMPUTATION.match(line) if " = " not in line.split("(")[0] else None
+        if header is not None:
+            current = header["name"]
+            found[current] = []
+            entry = current if header["entry"] else entry
+        elif (inst := parse_instruction(line)) is not None and current:
+            found[current].append(inst)
+            root = inst.name if current == entry and inst.root else root
+    return found, entry, root
 
 
 def array_shapes(shape: str) -> list[tuple[str, tuple[int, ...]]]:
@@ -115,18 +121,36 @@ def shape_bytes(shape: str) -> int:
     return sum(DTYPE_BYTES[dtype] * math.prod(dims) for dtype, dims in array_shapes(shape))
 
 
+def layout(shape: str) -> tuple[int, ...] | None:
+    """An array shape's layout: its dimensions from minor to major, ``None`` when none is printed.
+
+    >>> layout("f32[8,4]{0,1}"), layout("f32[8,4]")
+    ((0, 1), None)
+    """
+    match = re.search(r"\]\{([\d,]*)", shape)
+    return tuple(int(d) for d in match[1].split(",") if d) if match else None
+
+
+def _elements(inst: Instruction | None) -> int:
+    """How many elements ``inst``'s result has; -1 for a tuple or an unknown instruction."""
+    shapes = array_shapes(inst.shape) if inst else []
+    return math.prod(shapes[0][1]) if len(shapes) == 1 else -1
+
+
+def _has_dims(inst: Instruction, dims: tuple[int, ...] | None) -> bool:
+    """Whether ``inst``'s first array has exactly the sizes ``dims``, in any order (``None``: any)."""
+    shapes = array_shapes(inst.shape)
+    return bool(shapes) and (dims is None or sorted(shapes[0][1]) == sorted(dims))
+
+
 def group_size(attributes: str) -> int:
     """The number of ranks in each replica group of a collective's attributes.
 
     Reads the three spellings XLA prints: explicit lists ``{{0,1},{2,3}}``, iota
     ``[2,2]<=[4]`` and named mesh axes ``mesh['x'=4,'y'=2] {'x'}``.
 
-    >>> group_size("replica_groups={{0,1,2,3}}, dimensions={0}")
-    4
     >>> group_size("replica_groups=[2,2]<=[4], dimensions={0}")
     2
-    >>> group_size("replica_groups=mesh['axis_0'=4,'axis_1'=2] {'axis_0'}, to_apply=%add")
-    4
     >>> group_size("replica_groups=mesh['a'=2,'b'=2], device_ids=([2,2]T(1,0)) {'a','b'}, x=1")
     4
     """
@@ -177,11 +201,8 @@ def opcode_counts(hlo_text: str, *opcodes: str) -> dict[str, int]:
     >>> opcode_counts("%a = f32[2] add(%x, %y)\\n%b = f32[2] add(%a, %a)", "add", "dot")
     {'add': 2, 'dot': 0}
     """
-    counts = dict.fromkeys(opcodes, 0)
-    for inst in instructions(hlo_text):
-        if inst.opcode in counts:
-            counts[inst.opcode] += 1
-    return counts
+    found = [inst.opcode for inst in instructions(hlo_text)]
+    return {opcode: found.count(opcode) for opcode in opcodes}
 
 
 def without_metadata(line: str) -> str:
@@ -203,16 +224,41 @@ def sharding_call_count(hlo_text: str) -> int:
     return sum(is_sharding_call(inst) for inst in instructions(hlo_text))
 
 
+def relayouts(hlo_text: str, dims: tuple[int, ...] | None = None) -> list[Instruction]:
+    """The transposes and copies of a module; ``dims`` keeps those of that size set."""
+    return [
+        inst
+        for inst in instructions(hlo_text)
+        if inst.opcode in ("transpose", "copy") and _has_dims(inst, dims)
+    ]
+
+
+def kernel_order_dots(hlo_text: str, dims: tuple[int, ...]) -> list[Instruction]:
+    """The dots that write an array of exactly ``dims`` in row-major order: a gradient in kernel order."""
+    return [
+        inst
+        for inst in instructions(hlo_text)
+        if inst.opcode == "dot"
+        and array_shapes(inst.shape)[0][1] == tuple(dims)
+        and layout(inst.shape) in (None, tuple(reversed(range(len(dims)))))
+    ]
+
+
+# Transpose-of-dot sites ------------------------------------------------------------------
+
 _PASS_THROUGH = {"bitcast", "copy", "reshape", "convert", "all-reduce", "get-tuple-element"}
+"""Ops that stand between a dot and its transpose without making a new value."""
 
 
 @dataclasses.dataclass(frozen=True)
 class TransposeSite:
     """A transpose whose operand chain leads back to a dot, and what stands between them.
 
-    ``kind`` is ``"foldable"`` (the dot feeds the transpose directly), ``"barrier"``
-    (a ``Sharding`` custom call in between), ``"all-reduce"`` (the partitioner put a
-    collective in between) or ``"other"``.
+    ``kind``: ``"foldable"`` (nothing between), ``"barrier"`` (a ``Sharding`` call),
+    ``"all-reduce"`` (the partitioner's collective) or ``"other"``. ``op_name`` and
+    ``source`` say what made the dot (JAX's name stack, ``file:line``); ``output`` is the
+    element of the entry's result the transpose's value reaches, if any (an index, or
+    from :func:`snippets.barrier.find_barriers` its path in the step's outputs).
     """
 
     transpose: str
@@ -222,37 +268,23 @@ class TransposeSite:
     kind: str
     dot_shape: str = ""
     op_name: str | None = None
-    """The dot's ``metadata={op_name=...}``: JAX's name stack for the op that made it."""
     source: str | None = None
-    """``file:line`` of the Python call that made the dot, when the text has stack frames."""
-    output: int | None = None
-    """Which element of the entry computation's result the transpose's value reaches, if any."""
+    output: int | str | None = None
 
+    @property
+    def blocked(self) -> bool:
+        """Whether anything stands between the dot and the transpose (the fold cannot fire)."""
+        return bool(self.between)
 
-def _walk_back(
-    inst: Instruction, by_name: dict[str, Instruction]
-) -> tuple[list[Instruction], Instruction | None]:
-    """The pass-through ops behind ``inst``'s first operand, nearest first, and the op that produced the value.
+    @property
+    def chain(self) -> str:
+        """``dot f32[8,2] -> Sharding -> transpose f32[2,8]``, in data-flow order, without layouts."""
+        ends = [f"dot {self.dot_shape.split('{')[0]}", f"transpose {self.shape.split('{')[0]}"]
+        return " -> ".join([ends[0], *reversed(self.between), ends[1]])
 
-    A ``get-tuple-element`` of a multi-operand op (a combined all-reduce) is followed
-    into the operand it selects, with the tuple op itself kept in the chain.
-    """
-    chain: list[Instruction] = []
-    current = by_name.get(inst.operands[0]) if inst.operands else None
-    while current is not None and (current.opcode in _PASS_THROUGH or is_sharding_call(current)):
-        chain.append(current)
-        source = by_name.get(current.operands[0]) if current.operands else None
-        if (
-            current.opcode == "get-tuple-element"
-            and source is not None
-            and len(source.operands) > 1
-        ):
-            chain.append(source)
-            source = by_name.get(
-                source.operands[int(re.search(r"index=(\d+)", current.attributes)[1])]
-            )
-        current = source
-    return chain, current
+    def __str__(self) -> str:
+        output = "(no output)" if self.output is None else self.output
+        return f"{self.chain}  {output}  {self.source or ''}".rstrip()
 
 
 def value_source(
@@ -261,19 +293,23 @@ def value_source(
     """The pass-through ops (``Sharding`` calls included) behind ``inst``'s operand, and what made the value.
 
     The chain is nearest first; the producer is ``None`` when the value comes from
-    outside the instructions given.
+    outside the instructions given. A ``get-tuple-element`` of a multi-operand op
+    (a combined all-reduce) is followed into the operand it selects.
     """
-    return _walk_back(inst, by_name)
+    chain: list[Instruction] = []
+    current = by_name.get(inst.operands[0]) if inst.operands else None
+    while current is not None and (current.opcode in _PASS_THROUGH or is_sharding_call(current)):
+        chain.append(current)
+        source = by_name.get(current.operands[0]) if current.operands else None
+        if current.opcode == "get-tuple-element" and source and len(source.operands) > 1:
+            chain.append(source)
+            source = by_name.get(source.operands[_tuple_index(current)])
+        current = source
+    return chain, current
 
 
-def _has_dims(inst: Instruction, dims: tuple[int, ...] | None) -> bool:
-    """Whether ``inst``'s first array has exactly the sizes ``dims``, in any order (``None``: any)."""
-    shapes = array_shapes(inst.shape)
-    return bool(shapes) and (dims is None or sorted(shapes[0][1]) == sorted(dims))
-
-
-def _label(inst: Instruction) -> str:
-    return "Sharding" if is_sharding_call(inst) else inst.opcode
+def _tuple_index(inst: Instruction) -> int:
+    return int(re.search(r"index=(\d+)", inst.attributes)[1])
 
 
 def transpose_of_dot_sites(
@@ -291,145 +327,90 @@ def transpose_of_dot_sites(
     for inst in by_name.values():
         if inst.opcode != "transpose" or not _has_dims(inst, dims):
             continue
-        chain, origin = _walk_back(inst, by_name)
+        chain, origin = value_source(inst, by_name)
         if origin is None or origin.opcode != "dot":
             continue
-        between = [_label(op) for op in chain]
+        between = tuple("Sharding" if is_sharding_call(op) else op.opcode for op in chain)
         kind = (
             "barrier" if "Sharding" in between
             else "all-reduce" if "all-reduce" in between
             else "foldable" if not between
             else "other"
         )  # fmt: skip
+        op_name = re.search(r'op_name="([^"]*)"', origin.attributes)
         frame = re.search(r"stack_frame_id=(\d+)", origin.attributes)
+        where = (op_name and op_name[1], frame and frames.get(int(frame[1])))
         sites.append(
-            TransposeSite(
-                inst.name,
-                inst.shape,
-                origin.name,
-                tuple(between),
-                kind,
-                dot_shape=origin.shape,
-                op_name=op_name(origin),
-                source=frames.get(int(frame[1])) if frame else None,
-            )
+            TransposeSite(inst.name, inst.shape, origin.name, between, kind, origin.shape, *where)
         )
     reached = outputs_reached(hlo_text, [site.transpose for site in sites])
     return [dataclasses.replace(site, output=reached[site.transpose]) for site in sites]
-
-
-def op_name(inst: Instruction) -> str | None:
-    """The ``op_name`` of an instruction's metadata, if it has one.
-
-    >>> op_name(parse_instruction('d = f32[2] dot(a, b), metadata={op_name="jit(f)/dot_general"}'))
-    'jit(f)/dot_general'
-    """
-    match = re.search(r'op_name="([^"]*)"', inst.attributes)
-    return match[1] if match else None
-
-
-_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
 
 def source_locations(hlo_text: str) -> dict[int, str]:
     """``file:line`` of each stack frame, read from the tables XLA prints above a module with metadata.
 
     ``lowered.as_text(dialect="hlo", debug_info=True)`` writes them; an instruction's
-    ``stack_frame_id`` names its innermost frame (the Python line that made it).
-    Text without the tables gives ``{}``.
+    ``stack_frame_id`` names its innermost frame. Text without the tables gives ``{}``.
     """
-    tables: dict[str, dict[int, str]] = {}
+    tables: dict[str, dict[int, str]] = {"FileNames": {}, "FileLocations": {}, "StackFrames": {}}
     current = None
     for line in hlo_text.splitlines():
-        if line.strip() in _TABLES:
-            current = tables.setdefault(line.strip(), {})
-        elif current is not None and (entry := re.match(r"^(\d+) (.*)$", line)):
-            current[int(entry[1])] = entry[2]
+        if entry := re.match(r"^(\d+) (.*)$", line):
+            tables.get(current, {})[int(entry[1])] = entry[2].strip('"')
         else:
-            current = None
-    files = {key: value.strip('"') for key, value in tables.get("FileNames", {}).items()}
+            current = line.strip()
     places = {}
-    for key, value in tables.get("FileLocations", {}).items():
-        fields = dict(re.findall(r"(\w+)=(\d+)", value))
-        places[key] = f"{files.get(int(fields['file_name_id']), '?')}:{fields['line']}"
+    for key, text in tables["FileLocations"].items():
+        place = dict(re.findall(r"(\w+)=(\d+)", text))
+        places[key] = f"{tables['FileNames'].get(int(place['file_name_id']), '?')}:{place['line']}"
     return {
-        key: places.get(int(dict(re.findall(r"(\w+)=(\d+)", value))["file_location_id"]), "?")
-        for key, value in tables.get("StackFrames", {}).items()
+        key: places.get(int(re.search(r"file_location_id=(\d+)", text)[1]), "?")
+        for key, text in tables["StackFrames"].items()
     }
 
 
-_CARRIES = {
-    "bitcast",
-    "copy",
-    "reshape",
-    "convert",
-    "transpose",
-    "add",
-    "custom-call",
-    "all-reduce",
-}
+_BODY = re.compile(r"\bbody=%?([\w.\-]+)")
+_CARRIES = _PASS_THROUGH - {"get-tuple-element"} | {"transpose", "add", "custom-call"}
 """Ops that pass a value on whole (same element count) on its way to the module's result."""
-
-
-def _tuple_index(inst: Instruction) -> int:
-    return int(re.search(r"index=(\d+)", inst.attributes)[1])
-
-
-def _elements(inst: Instruction) -> int:
-    shapes = array_shapes(inst.shape)
-    return math.prod(shapes[0][1]) if len(shapes) == 1 else -1
 
 
 def outputs_reached(hlo_text: str, names: list[str]) -> dict[str, int | None]:
     """For each named instruction, the element of the entry's result its value reaches, else None.
 
-    Follows the value forward through ops that pass it on whole (``_CARRIES``),
-    into a ``dynamic-update-slice`` as its update (a scan stacking per-layer
-    gradients), through the ``call`` computations and ``while`` bodies and the
-    tuples that carry it, to the entry computation's root. A weight gradient
-    reaches its parameter's output; an activation gradient reaches none.
+    Follows the value forward through ops that pass it on whole (``_CARRIES``), into
+    a ``dynamic-update-slice`` as its update (a scan stacking per-layer gradients),
+    through ``call`` computations, ``while`` bodies and the tuples that carry it, to
+    the entry's root. A weight gradient reaches its parameter's output; an activation
+    gradient reaches none.
     """
     comps, entry, _ = computations(hlo_text)
-    by_name, owner, users, roots = {}, {}, {}, {}
-    for comp, insts in comps.items():
-        for inst in insts:
-            by_name[inst.name], owner[inst.name] = inst, comp
-            for index, operand in enumerate(inst.operands):
-                users.setdefault(operand, []).append((inst, index))
-    for line in hlo_text.splitlines():
-        if line.lstrip().startswith("ROOT ") and (inst := parse_instruction(line)) is not None:
-            roots[owner[inst.name]] = inst.name
-    loops = {
-        body[1]: inst
-        for inst in by_name.values()
-        if inst.opcode == "while" and (body := re.search(r"\bbody=%?([\w.\-]+)", inst.attributes))
-    }
+    owner = {inst.name: comp for comp, insts in comps.items() for inst in insts}
+    by_name = {inst.name: inst for insts in comps.values() for inst in insts}
+    roots = {owner[name]: name for name, inst in by_name.items() if inst.root}
+    loops = {_BODY.search(i.attributes)[1]: i.name for i in by_name.values() if i.opcode == "while"}
+    users: dict[str | tuple[str, int], list[tuple[Instruction, int]]] = {}
+    for inst in by_name.values():  # a get-tuple-element reads one element of a tuple value
+        for index, operand in enumerate(inst.operands):
+            value = (operand, _tuple_index(inst)) if inst.opcode == "get-tuple-element" else operand
+            users.setdefault(value, []).append((inst, index))
 
-    def selected(tuple_value: str, index: int) -> list[str]:
-        return [
-            user.name
-            for user, _ in users.get(tuple_value, [])
-            if user.opcode == "get-tuple-element" and _tuple_index(user) == index
-        ]
-
-    def onward(name: str) -> list[str | int]:
-        """Where the value of ``name`` goes next: instructions, or an entry output's index."""
-        inst, found = by_name[name], []
-        if roots.get(owner[name]) == name and owner[name] == entry:
-            found.append(0)
-        for user, index in users.get(name, []):
+    def onward(value: str | tuple[str, int]) -> list:
+        """Where ``value`` goes next: instructions, tuple elements, or an entry output's index."""
+        found: list = [0] if value == roots[entry] else []
+        for user, index in users.get(value, []):
             comp = owner[user.name]
-            if user.opcode == "tuple" and roots.get(comp) == user.name:
-                if comp == entry:
-                    found.append(index)
-                elif comp in loops:
-                    found += selected(loops[comp].name, index)
+            if user.opcode == "tuple" and roots[comp] == user.name and comp == entry:
+                found.append(index)
+            elif user.opcode == "tuple" and roots[comp] == user.name and comp in loops:
+                found.append((loops[comp], index))  # the next iteration's, or the loop's result
             elif user.opcode in ("tuple", "all-reduce") and len(user.operands) > 1:
-                found += selected(user.name, index)
+                found.append((user.name, index))
             elif (
-                (user.opcode == "dynamic-update-slice" and index == 1)
+                user.opcode == "get-tuple-element"
+                or (user.opcode == "dynamic-update-slice" and index == 1)
                 or (user.opcode == "call" and passes_through(user, index))
-                or (user.opcode in _CARRIES and _elements(user) == _elements(inst))
+                or (user.opcode in _CARRIES and _elements(user) == _elements(by_name[value]))
             ):
                 found.append(user.name)
         return found
@@ -438,102 +419,51 @@ def outputs_reached(hlo_text: str, names: list[str]) -> dict[str, int | None]:
         """Whether operand ``index`` of ``call`` reaches its computation's root."""
         callee = re.search(r"to_apply=%?([\w.\-]+)", call.attributes)[1]
         starts = [
-            p.name
-            for p in comps.get(callee, [])
-            if p.opcode == "parameter" and p.operands == (str(index),)
+            p.name for p in comps[callee] if p.opcode == "parameter" and p.operands == (str(index),)
         ]
-        return roots.get(callee) in walk(starts, within=callee)
+        return roots[callee] in walk(starts, within=callee)
 
-    def walk(starts: list[str], within: str | None = None) -> set[str | int]:
+    def walk(starts: list, within: str | None = None) -> set:
         pending, seen = list(starts), set()
         while pending:
-            name = pending.pop()
-            if name in seen:
-                continue
-            seen.add(name)
-            if isinstance(name, str) and (within is None or owner[name] == within):
-                pending += onward(name)
+            value = pending.pop()
+            name = value[0] if isinstance(value, tuple) else value  # an int is an output
+            if value not in seen and isinstance(name, str) and within in (None, owner[name]):
+                pending += onward(value)
+            seen.add(value)
         return seen
 
-    def reached(name: str) -> int | None:
-        outputs = sorted(item for item in walk([name]) if isinstance(item, int))
-        return outputs[0] if outputs else None
-
-    return {name: reached(name) for name in names}
+    reached = {name: sorted(i for i in walk([name]) if isinstance(i, int)) for name in names}
+    return {name: outputs[0] if outputs else None for name, outputs in reached.items()}
 
 
-@dataclasses.dataclass(frozen=True)
-class Relayout:
-    """A transpose or layout-changing copy left in a compiled module."""
-
-    opcode: str
-    shape: str
+# Relayouts on a gradient's way out --------------------------------------------------------
 
 
-def relayouts(hlo_text: str, dims: tuple[int, ...] | None = None) -> list[Relayout]:
-    """The transposes and copies of a compiled module; ``dims`` keeps those of that size set."""
-    return [
-        Relayout(inst.opcode, inst.shape)
-        for inst in instructions(hlo_text)
-        if inst.opcode in ("transpose", "copy") and _has_dims(inst, dims)
-    ]
-
-
-_COMPUTATION = re.compile(r"^\s*(?:ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(?:\(.*)?\{\s*$")
-"""A computation's header: ``%name (params) -> shape {``, or ``name {`` as metadata printing writes it."""
 _CALLS = re.compile(r"(?:calls|to_apply)=%?([\w.\-]+)")
-_ORIGINS = ("dot", "convolution", "parameter")
 
 
-def computations(hlo_text: str) -> tuple[dict[str, list[Instruction]], str, str]:
-    """Each computation's instructions by name, the entry computation's name and its root's name."""
-    found: dict[str, list[Instruction]] = {}
-    entry = root = current = ""
-    for line in hlo_text.splitlines():
-        header = _COMPUTATION.match(line) if " = " not in line.split("(")[0] else None
-        if header is not None:
-            current = header["name"]
-            found[current] = []
-            entry = current if line.lstrip().startswith("ENTRY") else entry
-        elif (inst := parse_instruction(line)) is not None and current:
-            found[current].append(inst)
-            root = inst.name if current == entry and line.lstrip().startswith("ROOT") else root
-    return found, entry, root
-
-
-def _opcodes_inside(inst: Instruction, comps: dict[str, list[Instruction]]) -> set[str]:
-    """The opcodes of the computations ``inst`` calls (a fusion's body), nested calls included."""
-    seen, pending, opcodes = set(), _CALLS.findall(inst.attributes), set()
+def _called(inst: Instruction, comps: dict[str, list[Instruction]]) -> list[Instruction]:
+    """The instructions of the computations ``inst`` calls (a fusion's body), nested calls included."""
+    pending, seen, found = _CALLS.findall(inst.attributes), set(), []
     while pending:
         name = pending.pop()
-        if name in seen or name not in comps:
-            continue
-        seen.add(name)
-        for inner in comps[name]:
-            opcodes.add(inner.opcode)
-            pending.extend(_CALLS.findall(inner.attributes))
-    return opcodes
-
-
-@dataclasses.dataclass(frozen=True)
-class GradientRelayout:
-    """A transpose or copy on the data path between the weight-gradient dot and an output."""
-
-    name: str
-    opcode: str
-    shape: str
-    relayouts: tuple[str, ...]
+        if name in comps and name not in seen:
+            seen.add(name)
+            found += comps[name]
+            pending += [called for i in comps[name] for called in _CALLS.findall(i.attributes)]
+    return found
 
 
 def kernel_relayouts(
     hlo_text: str, outputs: tuple[int, ...], kernel_elements: set[int]
-) -> list[GradientRelayout]:
-    """Transposes and copies between the kernel-sized values behind the entry's ``outputs``.
+) -> dict[Instruction, list[Instruction]]:
+    """The entry's instructions between a weight-gradient dot and the entry's ``outputs`` that are,
+    or (a fusion) contain, transposes and copies, with those transposes and copies.
 
     Walks back from each listed element of the entry's root tuple through every
-    operand of a size in ``kernel_elements`` (the kernel and its shards), stopping
-    at a dot (or a fusion that computes one) and at parameters; a fusion counts
-    once, with the transposes and copies inside it. Following the data, not the
+    operand of a size in ``kernel_elements`` (the kernel and its shards), stopping at a
+    dot (or a fusion that computes one) and at parameters. Following the data, not the
     sizes, keeps other arrays of the same shape (an embedding table) out.
     """
     comps, entry, root = computations(hlo_text)
@@ -542,31 +472,29 @@ def kernel_relayouts(
         raise ValueError("No entry computation with a ROOT instruction in this HLO text.")
     pending = [by_name[root].operands[index] for index in outputs]
     seen: set[str] = set()
-    found = []
+    found = {}
     while pending:
         inst = by_name.get(pending.pop())
         if inst is None or inst.name in seen:
             continue
         seen.add(inst.name)
-        inside = _opcodes_inside(inst, comps)
-        if inst.opcode in _ORIGINS or "dot" in inside:
+        inside = _called(inst, comps)
+        computes_dot = any(i.opcode == "dot" for i in inside)
+        if computes_dot or inst.opcode in ("dot", "convolution", "parameter"):
             continue
-        moved = tuple(sorted({inst.opcode, *inside} & {"transpose", "copy"}))
-        if moved:
-            found.append(GradientRelayout(inst.name, inst.opcode, inst.shape, moved))
+        if moved := [i for i in (inst, *inside) if i.opcode in ("transpose", "copy")]:
+            found[inst] = moved
         if inst.opcode == "get-tuple-element":
             source = by_name.get(inst.operands[0])
-            index = int(re.search(r"index=(\d+)", inst.attributes)[1])
-            if source is not None and len(source.operands) > index:
+            if source is not None and len(source.operands) > _tuple_index(inst):
                 seen.add(source.name)
-                pending.append(source.operands[index])
-            continue
-        for operand in inst.operands:
-            shapes = array_shapes(by_name[operand].shape) if operand in by_name else []
-            if len(shapes) == 1 and math.prod(shapes[0][1]) in kernel_elements:
-                pending.append(operand)
+                pending.append(source.operands[_tuple_index(inst)])
+        else:
+            pending += [o for o in inst.operands if _elements(by_name.get(o)) in kernel_elements]
     return found
 
+
+# Pass order --------------------------------------------------------------------------------
 
 _DUMP_NAME = re.compile(r"^module_\d+\.[^.]+\.(?P<index>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<after>[^.]+)\.before_(?P<before>[^.]+)\.txt$")  # fmt: skip
 
@@ -578,9 +506,7 @@ def parse_dump_name(name: str) -> tuple[int, str, str, str] | None:
     (10, 'simplification', 'dce', 'algsimp')
     """
     match = _DUMP_NAME.match(name)
-    return (
-        (int(match["index"]), match["pipeline"], match["after"], match["before"]) if match else None
-    )
+    return (int(match[1]), match[2], match[3], match[4]) if match else None
 
 
 PARTITIONER_PASSES = {
@@ -600,81 +526,35 @@ SIMPLIFIER_PASSES = {
 """Pass names of XLA's algebraic simplifier, the pass that folds ``transpose(dot)``."""
 
 
-@dataclasses.dataclass(frozen=True)
-class PassOrder:
-    """Where the first algebraic simplifier and the first partitioner stand in an XLA pass dump.
+def pass_order(dump_files: dict[str, str]) -> dict:
+    """Where the first algebraic simplifier and the first partitioner run, from per-pass dumps.
 
-    Positions are dump indices; ``None`` when no dump names such a pass, and then
-    ``partitioner_first`` is ``None`` ("unknown") and ``names_seen`` lists what the
-    dumps did name, so a pipeline with other names is reported, not guessed.
-    """
-
-    first_algsimp: int | None
-    first_spmd_partitioner: int | None
-    partitioner_pass: str | None
-    module_before_first_algsimp: str
-    names_seen: tuple[str, ...]
-
-    @property
-    def partitioner_first(self) -> bool | None:
-        """True when the partitioner runs before the simplifier (as on CPU); None when unknown."""
-        if self.first_algsimp is None or self.first_spmd_partitioner is None:
-            return None
-        return self.first_spmd_partitioner < self.first_algsimp
-
-
-def pass_order(dump_files: dict[str, str]) -> PassOrder:
-    """Read the pass order from ``--xla_dump_hlo_pass_re=.*`` dump files (name -> text).
-
-    A dump is written after each pass that changed the module and names its
-    pipeline, the pass before and the pass after; a pass's position is the first
-    dump that names it. Partitioners are recognised by :data:`PARTITIONER_PASSES`,
-    the simplifier by :data:`SIMPLIFIER_PASSES`.
+    ``dump_files`` maps the names of ``--xla_dump_hlo_pass_re=.*`` dumps to their text. A
+    dump is written after each pass that changed the module and names its pipeline, the
+    pass before and the pass after; a pass's position is the first dump naming it (``None``:
+    none does). The two modules are what the first simplifier received and returned.
     """
     dumps = sorted(
-        (parsed[0], parsed[1:], text)
-        for name, text in dump_files.items()
-        if (parsed := parse_dump_name(name))
+        (parsed, text) for name, text in dump_files.items() if (parsed := parse_dump_name(name))
     )
     if not dumps:
         raise ValueError("No per-pass HLO dumps found: compile with xla_dump_hlo_pass_re='.*'.")
 
-    def first(names: dict[str, str]) -> tuple[int | None, str | None, str]:
-        for index, named, text in dumps:
-            found = next((name for name in named if name in names), None)
-            if found is not None:
-                return index, found, text
-        return None, None, ""
+    def first(names: dict[str, str], slots: slice = slice(1, 4)) -> tuple:
+        """``(index, name, text)`` of the first dump naming one of ``names`` in ``slots``."""
+        found = ((parsed[0], name, text) for parsed, text in dumps for name in parsed[slots])
+        return next((dump for dump in found if dump[1] in names), (None, None, ""))
 
-    algsimp, _, module = first(SIMPLIFIER_PASSES)
+    algsimp, _, before = first(SIMPLIFIER_PASSES)
     partitioner, partitioner_pass, _ = first(PARTITIONER_PASSES)
-    seen = tuple(dict.fromkeys(name for _, named, _ in dumps for name in named))
-    return PassOrder(algsimp, partitioner, partitioner_pass, module, seen)
-
-
-def site_excerpt(hlo_text: str, site: TransposeSite) -> str:
-    """The dot, whatever stands between, and the transpose of a site, one labelled line each.
-
-    Layouts, metadata and long operand names are shortened so the chain reads at a glance.
-    """
-    by_name = {inst.name: inst for inst in instructions(hlo_text)}
-    transpose = by_name[site.transpose]
-    chain, origin = _walk_back(transpose, by_name)
-    lines = []
-    for inst in [origin, *reversed(chain), transpose]:
-        label = _label(inst)
-        shape = re.sub(r"\{[\d,]*\}", "", inst.shape)
-        operands = ", ".join(
-            name if len(name) <= 16 else name[:13] + "..." for name in inst.operands
-        )
-        kept = re.findall(
-            r"(custom_call_target=\"\w+\"|dimensions=\{[\d,]*\}|\w+_contracting_dims=\{[\d,]*\})",
-            inst.attributes,
-        )
-        lines.append(
-            f"{label:>9} | {inst.name} = {shape} {inst.opcode}({operands}) {' '.join(kept)}".rstrip()
-        )
-    return "\n".join(lines)
+    return {
+        "first_algsimp": algsimp,
+        "first_spmd_partitioner": partitioner,
+        "partitioner_pass": partitioner_pass,
+        "partitioner_first": None if None in (algsimp, partitioner) else partitioner < algsimp,
+        "module_before_first_algsimp": before,
+        "module_after_first_algsimp": first(SIMPLIFIER_PASSES, slice(2, 3))[2],
+    }
 
 
 if __name__ == "__main__":

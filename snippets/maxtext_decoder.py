@@ -20,30 +20,30 @@ import json
 import math
 import os
 import re
-import tempfile
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from snippets.barrier import FoundSite, find_barriers
-from snippets.causal_control import EXPECTED_CODEGEN_ERROR, OPTIONS, XlaChangedError
-from snippets.cli import Parser, SetupError, positive_int, reported, run_module
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from snippets.barrier import find_barriers
+from snippets.causal_control import XlaChangedError, check_ending, compile_with_dumps, one_dump
+from snippets.cli import Parser, PositiveInt, SetupError, positive_int, reported, run_module
 from snippets.devices import SHARD_MODES, pick_devices, setup_devices
 from snippets.hlo import (
     Instruction,
+    TransposeSite,
     array_shapes,
-    computations,
     instructions,
     kernel_relayouts,
-    parse_dump_name,
+    layout,
     pass_order,
     shape_bytes,
     sharding_call_count,
     transpose_of_dot_sites,
     value_source,
 )
-from snippets.lowering import read_pass_dumps
 
 MAXTEXT_RELEASE = "0.2.5"
 """The MaxText release this module and its guide were made with (``uv.lock`` pins it)."""
@@ -52,25 +52,22 @@ MESHES = {"dp": {"data": 4, "fsdp": 1}, "dp_fsdp": {"data": 2, "fsdp": 2}}
 """MaxText's ``ici_*_parallelism`` per mesh layout, on 4 devices."""
 
 
-@dataclasses.dataclass(frozen=True)
-class DecoderConfig:
+class DecoderConfig(BaseModel):
     """The decoder's sizes and mesh; the MLP is twice as wide as the embedding."""
 
-    emb: int = 128
-    vocab: int = 512
-    layers: int = 1
-    scan: bool = False
-    mesh: str = "dp"
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
-    def __post_init__(self) -> None:
-        for field in ("emb", "vocab", "layers"):
-            value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{field} must be a whole number of at least 1, got {value!r}.")
-        if self.mesh not in MESHES:
-            raise ValueError(f"Unknown mesh {self.mesh!r}; expected one of {tuple(MESHES)}.")
+    emb: PositiveInt = 128
+    vocab: PositiveInt = 512
+    layers: PositiveInt = 1
+    scan: bool = False
+    mesh: Literal["dp", "dp_fsdp"] = "dp"
+
+    @model_validator(mode="after")
+    def _emb_divides_over_fsdp(self) -> DecoderConfig:
         if self.emb % MESHES[self.mesh]["fsdp"]:
             raise ValueError(f"emb {self.emb} does not divide over the mesh's fsdp axis of 2.")
+        return self
 
     def overrides(self, mode: str, devices: int = 4) -> list[str]:
         """MaxText's command-line overrides of ``base.yml`` for this config, in ``mode``."""
@@ -183,15 +180,15 @@ def parameter_name(path: str) -> str:
     return "/".join(re.findall(r"\['([^']+)'\]", path)) or path
 
 
-def site_row(site: FoundSite) -> dict:
+def site_row(site: TransposeSite) -> dict:
     """One site as plain data: shapes, what stands between, its parameter, op name, source, bytes."""
     return {
-        "shapes": [site.dot, site.transpose],
+        "shapes": [site.dot_shape.split("{")[0], site.shape.split("{")[0]],
         "between": list(site.between),
         "parameter": parameter_name(site.output) if site.output else None,
         "op_name": site.op_name,
         "source": site.source,
-        "bytes": shape_bytes(site.transpose),
+        "bytes": shape_bytes(site.shape),
     }
 
 
@@ -234,19 +231,6 @@ def grouped(sites: list[dict], *keys: str) -> list[dict]:
 
 
 # The causal control ---------------------------------------------------------------------
-
-
-def _first_algsimp(dumps: dict[str, str]) -> tuple[str, str]:
-    """The module the first ``algsimp`` received and the one it returned."""
-    before = pass_order(dumps).module_before_first_algsimp
-    after = sorted(
-        (parsed[0], text)
-        for name, text in dumps.items()
-        if (parsed := parse_dump_name(name)) and parsed[2] == "algsimp"
-    )
-    if not before or not after:
-        raise XlaChangedError("no per-pass dump around the first algsimp: XLA's pipeline changed")
-    return before, after[0][1]
 
 
 def fate(before: str, after: str) -> dict[str, dict]:
@@ -306,26 +290,14 @@ def causal_control(config: DecoderConfig, mode: str) -> list[dict]:
     expected, after the per-pass dumps are written. Returns the lowered step's sites,
     in order, each with ``folded`` and ``after_algsimp``.
     """
-    decoder = lower_decoder(config, mode, devices=1)
-    hlo = decoder.lowered.as_text(dialect="hlo")
-    calls = sharding_call_count(hlo)
-    with tempfile.TemporaryDirectory() as directory:
-        error = None
-        try:
-            decoder.lowered.compile(compiler_options={**OPTIONS, "xla_dump_to": directory})
-        except Exception as failure:  # noqa: BLE001 (jax raises JaxRuntimeError; checked below)
-            error = str(failure)
-        dumps = read_pass_dumps(directory)
-    if bool(calls) != (error is not None and EXPECTED_CODEGEN_ERROR in error):
-        raise XlaChangedError(
-            f"{mode}: {calls} Sharding calls and the one-device compile "
-            + (f"failed with {error.splitlines()[0]!r}" if error else "succeeded")
-            + "; the control expects codegen to fail exactly when calls are left."
-        )
-    received = [text for name, text in dumps.items() if name.endswith("before_optimizations.txt")]
-    if len(received) != 1:
-        raise XlaChangedError(f"expected one *before_optimizations.txt dump, found {len(received)}")
-    fates = fate(*_first_algsimp(dumps))
+    lowered = lower_decoder(config, mode, devices=1).lowered
+    dumps, error = compile_with_dumps(lowered)
+    check_ending(mode, sharding_call_count(lowered.as_text(dialect="hlo")), error)
+    order = pass_order(dumps)
+    before, after = order["module_before_first_algsimp"], order["module_after_first_algsimp"]
+    if not before or not after:
+        raise XlaChangedError("no per-pass dump around the first algsimp: XLA's pipeline changed")
+    fates = fate(before, after)
     unknown = {"folded": None, "after_algsimp": "changed by a pass before the first algsimp"}
     return [
         {
@@ -333,7 +305,7 @@ def causal_control(config: DecoderConfig, mode: str) -> list[dict]:
             "op_name": site.op_name,
         }
         | fates.get(site.transpose, unknown)
-        for site in transpose_of_dot_sites(received[0])
+        for site in transpose_of_dot_sites(one_dump(dumps, "before_optimizations.txt"))
     ]
 
 
@@ -384,11 +356,8 @@ def fold_rows(explicit: list[dict], auto: list[dict]) -> list[dict]:
 
 def _memory_order(shape: str) -> list[int] | None:
     """An array's dimensions from major to minor in memory, size-1 dimensions left out."""
-    match = re.search(r"\[([\d,]*)\]\{([\d,]*)", shape)
-    if match is None:
-        return None
-    sizes = [int(d) for d in match[1].split(",") if d]
-    return [int(d) for d in reversed(match[2].split(",")) if d and sizes[int(d)] != 1]
+    order, ((_, sizes),) = layout(shape), array_shapes(shape)
+    return None if order is None else [d for d in reversed(order) if sizes[d] != 1]
 
 
 def moves_data(inst: Instruction, operand: Instruction) -> bool:
@@ -410,18 +379,6 @@ def moves_data(inst: Instruction, operand: Instruction) -> bool:
     return result != source
 
 
-def _ops_of(
-    name: str, comps: dict[str, list[Instruction]]
-) -> list[tuple[Instruction, Instruction]]:
-    """The transposes and copies an entry instruction is or (a fusion) contains, with their operands."""
-    everything = {inst.name: inst for insts in comps.values() for inst in insts}
-    inst = everything[name]
-    called = re.search(r"calls=%?([\w.\-]+)", inst.attributes)
-    scope = {i.name: i for i in comps[called[1]]} if called else everything
-    ops = [i for i in scope.values() if i.opcode in ("transpose", "copy")] if called else [inst]
-    return [(op, scope[op.operands[0]]) for op in ops if op.operands and op.operands[0] in scope]
-
-
 def gradient_relayouts(decoder: Decoder) -> dict[str, list[dict]]:
     """Per parameter (of two or more dimensions), the relayouts its gradient passes through, compiled.
 
@@ -431,7 +388,7 @@ def gradient_relayouts(decoder: Decoder) -> dict[str, list[dict]]:
     bytes relabelled, a bitcast in effect).
     """
     compiled = decoder.lowered.compile().as_text()
-    comps, _, _ = computations(compiled)
+    by_name = {inst.name: inst for inst in instructions(compiled)}
     outputs = array_shapes(re.search(r"->\((.*)\)\}", compiled.splitlines()[0])[1])
     found = {}
     for index, (name, (_, dims)) in enumerate(zip(decoder.parameters, outputs, strict=True)):
@@ -439,9 +396,13 @@ def gradient_relayouts(decoder: Decoder) -> dict[str, list[dict]]:
             continue
         sizes = {math.prod(dims) // n for n in range(1, decoder.devices + 1)}
         found[name] = [
-            {"op": op.opcode, "shape": op.shape, "moves_data": moves_data(op, operand)}
-            for relayout in kernel_relayouts(compiled, (index,), sizes)
-            for op, operand in _ops_of(relayout.name, comps)
+            {
+                "op": op.opcode,
+                "shape": op.shape,
+                "moves_data": moves_data(op, by_name[op.operands[0]]),
+            }
+            for ops in kernel_relayouts(compiled, (index,), sizes).values()
+            for op in ops
         ]
     return found
 
@@ -487,7 +448,7 @@ def decoder_report(
     config: DecoderConfig, causal: bool = False, compiled: bool = False
 ) -> dict[str, Any]:
     """Both shard modes: ``Sharding`` calls and sites; with ``causal``, which folds the calls block."""
-    report: dict[str, Any] = {"maxtext": MAXTEXT_RELEASE, "config": dataclasses.asdict(config)}
+    report: dict[str, Any] = {"maxtext": MAXTEXT_RELEASE, "config": config.model_dump()}
     for mode in SHARD_MODES:
         decoder = lower_decoder(config, mode)
         report[mode] = mode_report(decoder)
@@ -512,7 +473,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     with reported(args.debug):
-        config = DecoderConfig(args.emb, args.vocab, args.layers, args.scan, args.mesh)
+        config = DecoderConfig(
+            emb=args.emb, vocab=args.vocab, layers=args.layers, scan=args.scan, mesh=args.mesh
+        )
         setup_devices(4)
         report = decoder_report(config, causal=args.causal, compiled=args.compiled)
     if args.json:

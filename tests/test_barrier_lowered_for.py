@@ -1,12 +1,12 @@
-"""What the TPU's and GPU's compilers receive, lowered here without that hardware; the relayout table."""
+"""What the TPU's and GPU's compilers receive, lowered here without that hardware; the CLI; the
+relayout table."""
 
 import json
 
 import pytest
 
 from snippets import barrier
-from snippets.hlo import sharding_call_count
-from snippets.lowering import StepConfig, lower_step
+from snippets.lowering import StepConfig
 
 BASE = StepConfig()
 pytestmark = pytest.mark.needs_devices(BASE.devices)
@@ -14,25 +14,37 @@ pytestmark = pytest.mark.needs_devices(BASE.devices)
 
 @pytest.mark.parametrize("mode", ["explicit", "auto"])
 def test_tpu_and_gpu_receive_the_cpu_lowering(mode):
-    config = BASE.replace(mode=mode)
-    calls = sharding_call_count(lower_step(config).hlo)
-    lowered = barrier.lowered_for(config)
+    lowered = barrier.lowered_for(StepConfig(mode=mode))
     assert set(lowered) == {"tpu", "cuda"}
     for platform in lowered.values():
-        assert platform == {"identical_to_cpu": True, "sharding_calls": calls, "diff": []}
-    assert (calls > 0) == (mode == "explicit")
+        assert (platform["identical_to_cpu"], platform["diff"]) == (True, [])
+        assert (platform["sharding_calls"] > 0) == (mode == "explicit")
 
 
 def test_a_differing_lowering_is_reported_line_by_line():
     assert barrier._line_diff("a\nb\nc", "a\nB\nc") == ["-b", "+B"]
 
 
-def test_the_cli_json_carries_lowered_for(monkeypatch, capsys):
-    # One run instead of eight, and no causal control: this test is about the new key.
-    monkeypatch.setattr(barrier, "every_mode_and_variant", lambda base: [base])
+@pytest.fixture(scope="module")
+def one_run_report():
+    """``python -m snippets.barrier --json``'s report, with one run instead of eight and no
+    causal control (``tests/test_causal_control.py`` checks that)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(barrier, "every_mode_and_variant", lambda base: [base])
+        patch.setattr(barrier, "causal_control", lambda base: [])
+        return barrier.barrier_report(BASE)
+
+
+def test_the_cli_json_carries_every_key(one_run_report, monkeypatch, capsys):
+    monkeypatch.setattr(barrier, "barrier_report", lambda base: dict(one_run_report))
     monkeypatch.setattr(barrier, "causal_control", lambda base: [])
     barrier.main(["--json"])
     report = json.loads(capsys.readouterr().out)
+    assert set(report) == {
+        *("backend", "device_kind", "devices", "mesh", "sizes", "pass_order", "runs", "pin"),
+        *("pin_diff_lines", "single_device_folded", "single_device", "lowered_for"),
+        "causal_control",
+    }
     for platform in ("tpu", "cuda"):
         assert isinstance(report["lowered_for"][platform]["identical_to_cpu"], bool)
         assert (
@@ -41,16 +53,31 @@ def test_the_cli_json_carries_lowered_for(monkeypatch, capsys):
     assert report["pass_order"]["partitioner_pass"] in ("shardy-xla", "spmd-partitioning")
 
 
-def test_the_relayout_summary_groups_runs_whose_counts_agree():
+def test_the_cli_text_has_a_row_per_run(one_run_report, monkeypatch, capsys):
+    monkeypatch.setattr(barrier, "barrier_report", lambda base: dict(one_run_report))
+    monkeypatch.setattr(barrier, "causal_control", lambda base: [])
+    barrier.main([])
+    out = capsys.readouterr().out
+    assert "| explicit | EV |" in out
+    assert f"{one_run_report['single_device_folded']}" in out
+
+
+def test_the_relayout_summary_groups_runs_whose_counts_agree(monkeypatch):
+    variants = [
+        ("explicit", "EV"),
+        ("explicit", "VE"),
+        ("auto", "EV"),
+        ("auto", "kernel-order-grad"),
+    ]
+    configs = [StepConfig(mode=mode, variant=variant) for mode, variant in variants]
+    monkeypatch.setattr(barrier, "every_mode_and_variant", lambda base: configs)
     summary, details = barrier.relayout_summary({"dp": BASE})
     grouped = [run for row in summary for run in row["runs"].split(", ")]
     assert sorted(grouped) == sorted(row["run"] for row in details)
-    assert len(details) == 8
     counts = {row["runs"]: row["dp"] for row in summary}
-    assert len(set(counts.values())) == len(counts)  # one row per distinct count
+    assert len(set(counts.values())) == len(counts) == 2  # one row per distinct count
     by_run = {row["run"]: row for row in details}
+    for fixed in ("explicit/VE", "auto/kernel-order-grad"):
+        assert (by_run[fixed]["dp"], by_run[fixed]["dp: ops"]) == (0, "none")
     for mode in ("explicit", "auto"):
-        for variant in ("VE", "kernel-order-grad"):
-            assert by_run[f"{mode}/{variant}"]["dp"] == 0
-            assert by_run[f"{mode}/{variant}"]["dp: ops"] == "none"
         assert by_run[f"{mode}/EV"]["dp"] >= 1

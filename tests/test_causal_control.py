@@ -1,5 +1,7 @@
 """The causal control: with the Sharding calls kept, explicit mode loses the fold on CPU too."""
 
+import json
+
 import pytest
 
 from snippets import causal_control as cc
@@ -19,7 +21,7 @@ def test_the_sharding_call_keeps_the_explicit_gradient_transposed(rows):
     assert row["gradient_transposes"] >= 1
     assert row["sharding_calls_at_first_simplifier"] > 0
     assert row["ending"] == "codegen failed as expected"
-    labels = [line.split("|")[0].strip() for line in row["chain_at_site"]["chain"].splitlines()]
+    labels = [step.split()[0] for step in row["chain_at_site"]["chain"].split(" -> ")]
     assert labels == ["dot", "Sharding", "transpose"]
 
 
@@ -53,29 +55,52 @@ def test_every_fix_writes_the_gradient_in_stored_order(rows, mode, variant):
 )
 def test_any_other_ending_says_xla_changed(calls, error, message):
     with pytest.raises(cc.XlaChangedError, match=message) as raised:
-        cc._check_the_ending(StepConfig(), calls, error)
+        cc.check_ending("explicit/EV", calls, error)
     assert "XLA changed" in str(raised.value)
 
 
-ONE_SHARDING_CALL = '  %x = f32[2]{0} custom-call(%p), custom_call_target="Sharding"'
-
-
 def test_a_compile_that_succeeds_with_calls_fails_loudly(monkeypatch):
-    monkeypatch.setattr(cc, "_compile_with_dumps", lambda *_: (ONE_SHARDING_CALL, {}, None))
-    with pytest.raises(cc.XlaChangedError, match="explicit/EV: with 1 Sharding call"):
+    monkeypatch.setattr(cc, "compile_with_dumps", lambda *_: ({}, None))
+    with pytest.raises(cc.XlaChangedError, match=r"explicit/EV: with \d+ Sharding call"):
         cc.control(StepConfig())
 
 
 def test_with_the_remover_on_a_compile_with_calls_is_the_expected_ending():
-    assert cc._check_the_ending(StepConfig(), 100, None, remover=True) == "compiled"
+    assert cc.check_ending("explicit/EV", 100, None, remover=True) == "compiled"
 
 
-def test_the_pair_differs_only_in_the_remover_and_only_one_folds():
-    on, off = cc.paired_control(StepConfig())
+def test_the_pair_is_one_explicit_module_with_the_remover_on_then_off(monkeypatch):
+    monkeypatch.setattr(cc, "control", lambda config, remover: (config, remover))
+    explicit = StepConfig(mode="explicit", variant="EV")
+    assert cc.paired_control(StepConfig(mode="auto", variant="VE")) == [
+        (explicit, True),
+        (explicit, False),
+    ]
+
+
+def test_only_the_remover_decides_the_fold(rows):
+    on, off = cc.control(StepConfig(), remover=True), rows["explicit", "EV"]
     assert (on["sharding_remover"], off["sharding_remover"]) == ("on", "off")
-    assert (on["mode"], on["variant"]) == (off["mode"], off["variant"]) == ("explicit", "EV")
     assert on["sharding_calls_at_first_simplifier"] == 0
     assert off["sharding_calls_at_first_simplifier"] > 0
     assert (on["gradient_in_kernel_order"], off["gradient_in_kernel_order"]) == (True, False)
     assert on["chain_at_site"]["next_pass"] == "algsimp"  # the remover's module: algsimp folds
     assert (on["ending"], off["ending"]) == ("compiled", "codegen failed as expected")
+
+
+def test_the_cli_prints_every_row(rows, monkeypatch, capsys):
+    monkeypatch.setattr(cc, "causal_control", lambda base: list(rows.values()))
+    cc.main(["--json"])
+    assert json.loads(capsys.readouterr().out) == list(rows.values())
+    cc.main([])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("| mode | variant | gradient_in_kernel_order |")
+    assert len(lines) == 2 + len(rows)
+
+
+def test_an_unknown_flag_is_one_error_line(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cc.main(["--devices", "2"])
+    assert exit_info.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: unrecognized arguments: --devices 2")

@@ -9,18 +9,26 @@ notebook, and every page must show the very PNGs its notebook holds.
 from __future__ import annotations
 
 import base64
+import io
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
 import pytest
+from PIL import Image
 
-from snippets.figures import MIN_FONT_PT, exchange_figure, png_metadata
+from snippets.figures import METADATA_KEY, MIN_FONT_PT, exchange_figure
 from snippets.reduce_scatter import walkthrough
 from tests.guide_runner import guide_paths
 
 GUIDES = Path(__file__).resolve().parent.parent / "guides"
+
+
+def png_metadata(png: bytes) -> dict:
+    """What a DataFigure wrote into its PNG: ``data``, ``dpi``, ``min_font_pt``."""
+    return json.loads(Image.open(io.BytesIO(png)).text[METADATA_KEY])
 
 
 def glued_figures(notebook: nbformat.NotebookNode) -> dict[str, bytes]:

@@ -1,13 +1,14 @@
 """find_barriers and the site details it rests on, on hand-written HLO and on lowered programs."""
 
+import dataclasses
 import inspect
 
 import jax
 import jax.numpy as jnp
 import pytest
 
-from snippets.barrier import FoundSite, find_barriers, short_path
-from snippets.hlo import outputs_reached, source_locations, transpose_of_dot_sites
+from snippets.barrier import find_barriers, short_path
+from snippets.hlo import TransposeSite, outputs_reached, source_locations, transpose_of_dot_sites
 from snippets.lowering import StepConfig, build_step
 
 WITH_METADATA = """
@@ -127,7 +128,7 @@ def test_find_barriers_on_a_plain_gradient():
         jnp.ones((3, 4)), jnp.ones((2, 3))
     )
     (site,) = find_barriers(lowered)
-    assert (site.dot, site.transpose, site.between) == ("f32[4,3]", "f32[3,4]", ())
+    assert (site.chain, site.between) == ("dot f32[4,3] -> transpose f32[3,4]", ())
     assert site.output == "result"
     assert not site.blocked
     assert site.source == f"tests/test_find_barriers.py:{line}"
@@ -145,7 +146,7 @@ def test_find_barriers_finds_nothing_in_a_program_without_a_site():
 def test_find_barriers_on_the_guides_step(mode, between):
     lowered = build_step(StepConfig(mode=mode, devices=4)).lower()
     (site,) = find_barriers(lowered)
-    assert (site.dot, site.transpose) == ("f32[256,64]", "f32[64,256]")
+    assert (site.dot_shape, site.shape) == ("f32[256,64]{1,0}", "f32[64,256]{0,1}")
     assert site.between == between
     assert site.blocked == bool(between)
     assert "['head']['kernel']" in site.output
@@ -159,6 +160,8 @@ def test_short_path_names_the_module():
 
 
 def test_a_found_site_reads_as_one_line():
-    site = FoundSite("f32[8,2]", "f32[2,8]", ("Sharding",), "['w']", None, "m.py:3")
+    site = TransposeSite("t", "f32[2,8]{0,1}", "d", ("Sharding",), "barrier", "f32[8,2]{1,0}")
+    site = dataclasses.replace(site, output="['w']", source="m.py:3")
     assert str(site) == "dot f32[8,2] -> Sharding -> transpose f32[2,8]  ['w']  m.py:3"
     assert site.blocked
+    assert str(dataclasses.replace(site, output=None, source=None)).endswith("(no output)")

@@ -3,7 +3,6 @@
 import pytest
 
 from snippets.hlo import (
-    Relayout,
     collectives,
     group_size,
     instructions,
@@ -14,7 +13,6 @@ from snippets.hlo import (
     relayouts,
     shape_bytes,
     sharding_call_count,
-    site_excerpt,
     transpose_of_dot_sites,
 )
 
@@ -132,6 +130,10 @@ def test_transpose_of_dot_sites_classify_what_stands_between():
     assert sites["t3"].between == ("get-tuple-element", "all-reduce")
     assert sites["t3"].kind == "all-reduce"
     assert sites["t3"].dot == "d3"
+    assert (
+        sites["t3"].chain
+        == "dot f32[32,16] -> all-reduce -> get-tuple-element -> transpose f32[16,32]"
+    )
 
 
 def test_transpose_of_dot_sites_filter_by_size():
@@ -140,17 +142,16 @@ def test_transpose_of_dot_sites_filter_by_size():
 
 
 def test_relayouts_list_transposes_and_copies_with_shapes():
-    found = relayouts(BEFORE_OPTIMISATION, dims=(16, 32))
-    assert [r.opcode for r in found].count("transpose") == 4
-    assert Relayout("copy", "f32[16,32]{1,0}") in found
+    found = [(r.opcode, r.shape) for r in relayouts(BEFORE_OPTIMISATION, dims=(16, 32))]
+    assert [opcode for opcode, _ in found].count("transpose") == 4
+    assert ("copy", "f32[16,32]{1,0}") in found
     assert relayouts(COMPILED) == []
 
 
-def test_site_excerpt_marks_the_chain():
+def test_a_site_reads_as_its_chain():
     (site,) = [s for s in transpose_of_dot_sites(BEFORE_OPTIMISATION) if s.kind == "barrier"]
-    lines = site_excerpt(BEFORE_OPTIMISATION, site).splitlines()
-    assert [line.split("|")[0].strip() for line in lines] == ["dot", "Sharding", "transpose"]
-    assert "f32[16,32] transpose(s1) dimensions={1,0}" in lines[2]
+    assert site.chain == "dot f32[32,16] -> Sharding -> transpose f32[16,32]"
+    assert site.blocked
 
 
 def dump(index, pipeline, after, before):
@@ -194,17 +195,31 @@ PIPELINES = {
 def test_pass_order_names_each_backends_passes(pipeline):
     files, (partitioner, algsimp, partitioner_first, name) = PIPELINES[pipeline]
     order = pass_order({**files, "module_0001.jit_step.ir-no-opt.ll": "ignored"})
-    assert (order.first_spmd_partitioner, order.first_algsimp) == (partitioner, algsimp)
-    assert order.partitioner_first is partitioner_first
-    assert order.partitioner_pass == name
-    assert order.module_before_first_algsimp == "seen by algsimp"
+    assert (order["first_spmd_partitioner"], order["first_algsimp"]) == (partitioner, algsimp)
+    assert order["partitioner_first"] is partitioner_first
+    assert order["partitioner_pass"] == name
+    assert order["module_before_first_algsimp"] == "seen by algsimp"
 
 
-def test_pass_order_with_unknown_names_says_unknown_and_what_it_saw():
+def test_pass_order_with_unknown_names_says_unknown():
     order = pass_order({dump(1, "p", "pipeline-start", "dce"): "z"})
-    assert order.first_algsimp is None
-    assert order.partitioner_first is None
-    assert order.names_seen == ("p", "pipeline-start", "dce")
+    assert order["first_algsimp"] is None
+    assert order["partitioner_first"] is None
+    assert order["module_before_first_algsimp"] == order["module_after_first_algsimp"] == ""
+
+
+def test_pass_order_returns_what_the_first_algsimp_received_and_returned():
+    order = pass_order(
+        {
+            dump(2, "simp", "dce", "algsimp"): "before",
+            dump(3, "simp", "algsimp", "cse"): "after",
+            dump(4, "simp", "cse", "algsimp"): "later",
+        }
+    )
+    assert (order["module_before_first_algsimp"], order["module_after_first_algsimp"]) == (
+        "before",
+        "after",
+    )
 
 
 def test_pass_order_without_dumps_is_an_error():
@@ -244,16 +259,16 @@ ENTRY %main (g: f32[4,16], x: f32[4,8], table: f32[16,8]) -> (f32[8,16], f32[16,
 def test_kernel_relayouts_follow_the_data_not_the_sizes():
     """The same-sized table's copy feeds another output, so the kernel's path leaves it out."""
     found = kernel_relayouts(GRADIENT_PATH, (0,), {128})
-    assert [(r.name, r.relayouts) for r in found] == [
-        ("relaid", ("copy",)),
-        ("moved", ("transpose",)),
+    assert [(inst.name, [op.name for op in ops]) for inst, ops in found.items()] == [
+        ("relaid", ["relaid"]),
+        ("moved", ["transpose.1"]),  # the fusion, with the transpose inside it
     ]
 
 
 def test_a_parameter_relaid_on_the_way_to_an_output_counts():
     """As an optimizer's moments are copied in and out of the gradient's layout."""
     found = kernel_relayouts(GRADIENT_PATH, (1,), {128})
-    assert [(r.name, r.opcode) for r in found] == [("table_copy", "copy")]
+    assert [(inst.name, inst.opcode) for inst in found] == [("table_copy", "copy")]
 
 
 def test_kernel_relayouts_need_an_entry_root():
