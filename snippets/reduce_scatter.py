@@ -84,6 +84,7 @@ def walkthrough(
     With one rank the collectives move zero bytes. ``explicit=False`` leaves out
     :func:`~snippets.exchange.explicit_mode`, whose ``unreduced`` type needs JAX 0.12.
     """
+    messages = schedule(rows=a.shape[0], cols=b.shape[1], ranks=ranks, itemsize=a.dtype.itemsize)
     mesh = exchange.contraction_mesh(ranks)
     blocks = exchange.split_contraction(a, b, mesh)
 
@@ -93,7 +94,6 @@ def walkthrough(
     gather, all_reduce = exchange.reduce_scatter_then_all_gather(mesh), exchange.all_reduce(mesh)
     gathered = gather(*blocks)
     concatenated = np.asarray(exchange.concatenate_partials(mesh)(*blocks))
-    messages = schedule(rows=a.shape[0], cols=b.shape[1], ranks=ranks, itemsize=a.dtype.itemsize)
     sent = {step: schedule_bytes_per_rank(messages, step) for step in STEPS}
     hlo_bytes = hlo_bytes_per_rank(gather, *blocks)
     hlo_bytes["all_reduce"] = hlo_bytes_per_rank(all_reduce, *blocks)["all_reduce"]
