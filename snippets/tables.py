@@ -1,7 +1,8 @@
-"""Markdown tables from lists of records, for the guides' executed output."""
+"""Markdown tables from lists of records, for the guides' output and the command lines' reports."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 
 from snippets.cli import run_module
@@ -21,6 +22,26 @@ def markdown_table(
     lines = ["| " + " | ".join(headers.values()) + " |", "|" + " --- |" * len(headers)]
     lines += ["| " + " | ".join(str(row[key]) for key in headers) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def print_report(report: Mapping[str, object], as_json: bool = False) -> None:
+    """Print a command line's report: JSON, or a line per key with lists of records as tables.
+
+    >>> print_report({"ranks": 2, "runs": [{"mode": "auto", "calls": 0}]})
+    ranks: 2
+    runs:
+    | mode | calls |
+    | --- | --- |
+    | auto | 0 |
+    """
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    for key, value in report.items():
+        if isinstance(value, list) and value and all(isinstance(row, Mapping) for row in value):
+            print(f"{key}:\n{markdown_table(value)}")
+        else:
+            print(f"{key}: {json.dumps(value) if isinstance(value, Mapping | list) else value}")
 
 
 if __name__ == "__main__":
