@@ -19,6 +19,7 @@ nox.options.default_venv_backend = "uv"
 nox.options.reuse_existing_virtualenvs = True
 
 HTML = Path("_build/html")
+BROWSER_SITE = Path("_build/browser-site")
 UV = nox.virtualenv.UV  # the uv that nox found (on PATH or beside nox); nox uses it for "uv" too
 
 
@@ -59,9 +60,17 @@ def install_node_tools(session: nox.Session) -> None:
     session.run("npm", "ci", "--no-audit", "--no-fund", external=True)
 
 
-def build_site(session: nox.Session, *options: str) -> None:
-    """``sphinx-build -W`` into ``_build/html``, executing only the guides the cache lacks."""
-    session.run("sphinx-build", "-W", "--keep-going", "-b", "html", ".", str(HTML), *options)
+def build_site(session: nox.Session, *options: str, out: Path = HTML) -> None:
+    """``sphinx-build -W`` into ``out``, executing only the guides the cache lacks.
+
+    Every build reads and writes the environment in ``_build/html/.doctrees``, so a fresh
+    ``out`` only renders pages again.
+    """
+    doctrees = str(HTML / ".doctrees")
+    session.run(
+        *("sphinx-build", "-W", "--keep-going", "-b", "html", "-d", doctrees, ".", str(out)),
+        *options,
+    )
 
 
 @nox.session(default=True)
@@ -115,17 +124,18 @@ def notebooks(session: nox.Session) -> None:
 def browser(session: nox.Session) -> None:
     """Every built page in headless Chromium at 1280 and 390 px, light and dark.
 
-    Builds the site as ``nox -s docs`` does (executed guides come from the cache, which the
-    tests session fills), then serves it on 127.0.0.1 and drives Debian's Chromium with
-    Playwright: no request off the host, no console error, every link, anchor and image,
-    external links against docs/external_links.txt, nothing wider than the screen, tables on a
-    phone, page lengths, no raw markup, search, figure text size and each guide's executed
-    notebook. Screenshots land in ``_build/browser-screenshots``. Needs ``apt-get install
+    Builds the site as ``nox -s docs`` does, into a fresh ``_build/browser-site`` (executed
+    guides come from the cache, which the tests session fills), then serves it on 127.0.0.1
+    and drives Debian's Chromium with Playwright: no request off the host, no console error,
+    every link, anchor and image, external links against docs/external_links.txt, nothing
+    wider than the screen, tables on a phone, page lengths, no raw markup, search, figure text
+    size and each guide's executed notebook. Screenshots land in ``_build/browser-screenshots``. Needs ``apt-get install
     chromium`` (``CHROMIUM=PATH`` for another binary).
     """
     install(session, "browser")
     started = time.perf_counter()
-    build_site(session)
+    shutil.rmtree(BROWSER_SITE, ignore_errors=True)  # no page left over from an earlier build
+    build_site(session, out=BROWSER_SITE)
     session.log(f"Site built in {time.perf_counter() - started:.1f} s; now the browser checks")
     session.run("pytest", "tests/browser", *(session.posargs or ["-v"]))
 

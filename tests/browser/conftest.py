@@ -5,8 +5,8 @@ These tests run only when named on the command line (``pytest tests/browser``, a
 so it needs no browser. Chromium is Debian's (``apt-get install chromium``), driven by
 Playwright for Python; Playwright's own browser download is never used.
 
-They check the site ``nox -s docs`` built in ``_build/html`` (``nox -s browser`` builds it
-first), or the one ``BROWSER_SITE=DIR`` names. Screenshots land in ``_build/browser-screenshots``.
+They check the site ``nox -s browser`` builds into ``_build/browser-site`` first, or the one
+``BROWSER_SITE=DIR`` names. Screenshots land in ``_build/browser-screenshots``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-SITE = ROOT / "_build" / "html"
+SITE = ROOT / "_build" / "browser-site"
 SCREENSHOTS = ROOT / "_build" / "browser-screenshots"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -78,10 +78,10 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 @pytest.fixture(scope="session")
 def site() -> Path:
-    """The built HTML site: ``BROWSER_SITE`` if set, else ``_build/html`` (``nox -s docs``)."""
+    """The built HTML site: ``BROWSER_SITE`` if set, else ``_build/browser-site``."""
     built = Path(os.environ.get("BROWSER_SITE", SITE)).resolve()
     if not (built / "index.html").is_file():
-        pytest.fail(f"No built site at {built}: run `nox -s docs` first (or set BROWSER_SITE).")
+        pytest.fail(f"No built site at {built}: run `nox -s browser` (or set BROWSER_SITE).")
     return built
 
 
