@@ -92,15 +92,20 @@ def test_every_rank_sends_as_much_as_rank_0(ranks):
             )
 
 
+SPLIT = r"must be matrices whose contracted sizes match, with that size and A's rows divisible"
+
+
 @pytest.mark.parametrize(
-    ("a", "b"),
-    [((4, 3), (3, 2)), ((2, 2), (3, 2)), ((3, 2), (2, 2)), ((4,), (4, 2))],
+    ("a", "b", "message"),
+    [
+        ((4, 3), (3, 2), SPLIT),
+        ((2, 2), (3, 2), SPLIT),
+        ((3, 2), (2, 2), r"rows 3 must divide by ranks 2: rank r owns one block"),
+        ((4,), (4, 2), SPLIT),
+    ],
     ids=["contraction does not divide", "contractions differ", "rows do not divide", "vector"],
 )
-def test_shapes_that_do_not_split_are_rejected(a, b):
-    message = (
-        r"must be matrices whose contracted sizes match, with that size and A's rows divisible"
-    )
+def test_shapes_that_do_not_split_are_rejected(a, b, message):
     with pytest.raises(ValueError, match=message):
         walkthrough(2, np.ones(a, np.float32), np.ones(b, np.float32))
 
