@@ -1,20 +1,13 @@
-"""A small real training step around the LM head, lowered and compiled on a mesh.
+"""A small real training step around the LM head, jitted, lowered and compiled on a mesh.
 
-token embedding -> RMS norm -> LM head -> softmax cross-entropy, with
-``value_and_grad`` over the parameters, jitted. The mesh is simulated CPU
-devices or real chips (``snippets.devices``); the shard mode, sizes, dtype and
-the head variant are configurable (:data:`VARIANTS`).
-
-``python -m snippets.lowering [--mode M] [--variant V] [--mesh dp|dp_fsdp] [--devices N]
-[--emb E] [--vocab V] [--batch B] [--seq S] [--dtype D] [--show stablehlo|hlo|compiled]
-[--json]`` lowers one step and prints its size, or the text of one of its programs.
+``python -m snippets.lowering [--json] [--show stablehlo|hlo|compiled]`` lowers one step and
+prints its size, or the text of one of its programs (``--help`` lists its sizes and variants).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +24,7 @@ from pydantic import model_validator
 from snippets.cli import Parser, PositiveInt, check_memory, positive_int, reported, run_module
 from snippets.devices import SHARD_MODES, make_mesh, setup_devices
 from snippets.lm_head import Config, LMHeadConfig, build_output_head
+from snippets.tables import print_report
 
 VARIANTS = {
     "EV": {},
@@ -66,18 +60,15 @@ class StepConfig(Config):
     @model_validator(mode="after")
     def _fits_the_mesh(self) -> Self:
         if self.mesh == "dp_fsdp" and self.devices % 2:
-            raise ValueError(
-                f"mesh 'dp_fsdp' is 2 x devices/2 and needs an even device count, got {self.devices}."
-            )
+            raise ValueError(f"mesh 'dp_fsdp' needs an even device count, not {self.devices}.")
         if self.batch % self.devices:
             raise ValueError(
                 f"batch {self.batch} does not divide over the {self.devices} devices of the "
                 f"{self.mesh!r} mesh; use a multiple of {self.devices}."
             )
-        if self.mesh == "dp_fsdp" and self.emb % self.mesh_shape[-1]:
-            raise ValueError(
-                f"emb {self.emb} does not divide over the fsdp axis of size {self.mesh_shape[-1]}."
-            )
+        fsdp = self.devices // 2
+        if self.mesh == "dp_fsdp" and self.emb % fsdp:
+            raise ValueError(f"emb {self.emb} does not divide over the fsdp axis of size {fsdp}.")
         return self
 
     @property
@@ -97,16 +88,6 @@ class StepConfig(Config):
         """The mesh's axis sizes for this layout and device count."""
         return (self.devices,) if self.mesh == "dp" else (2, self.devices // 2)
 
-    @property
-    def batch_axes(self) -> tuple[str, ...]:
-        """The mesh axes the batch is split over: all of them."""
-        return MESH_LAYOUTS[self.mesh]
-
-    @property
-    def rules(self) -> list[tuple[str, str | None]]:
-        """Logical axis rules: ``embed`` goes to ``fsdp`` on the data x fsdp mesh."""
-        return [("embed", "fsdp" if self.mesh == "dp_fsdp" else None), ("vocab", None)]
-
 
 class TinyLM(nnx.Module):
     """Embedding, RMS norm and the LM head: the smallest model with a real head gradient."""
@@ -123,7 +104,7 @@ class TinyLM(nnx.Module):
     def __call__(self, tokens: jax.Array) -> jax.Array:
         """Logits ``[batch, seq, vocab]`` for ``tokens`` ``[batch, seq]``."""
         explicit = jax.typeof(tokens).sharding.mesh.are_all_axes_explicit
-        activations = P(self.config.batch_axes, None, None) if explicit else None
+        activations = P(MESH_LAYOUTS[self.config.mesh], None, None) if explicit else None
         x = self.norm(self.embedding[...].at[tokens].get(out_sharding=activations))
         return self.head(x, out_sharding=activations if self.config.pin_logits else None)
 
@@ -133,20 +114,9 @@ def every_mode_and_variant(base: StepConfig) -> list[StepConfig]:
     return [base.replace(mode=m, variant=v) for m in SHARD_MODES for v in VARIANTS]
 
 
-def cross_entropy(logits: jax.Array, targets: jax.Array) -> jax.Array:
-    """Mean softmax cross-entropy of integer ``targets``."""
-    log_probs = jax.nn.log_softmax(logits.astype(jnp.float32))
-    return -jnp.mean(jnp.take_along_axis(log_probs, targets[..., None], axis=-1))
-
-
 @dataclasses.dataclass(frozen=True)
 class Step:
-    """A jitted training step with its arguments on the mesh, ready to lower or call.
-
-    Without an optimizer ``function`` is ``value_and_grad``: ``(params, tokens, targets) ->
-    (loss, grads)``. With one it also updates: ``(params, opt_state, tokens, targets) ->
-    (loss, params, opt_state)``.
-    """
+    """A jitted training step with its arguments on the mesh, ready to lower or call."""
 
     config: StepConfig
     mesh: Mesh
@@ -166,22 +136,22 @@ class Step:
 
 def build_step(config: StepConfig, seed: int = 0) -> Step:
     """Build the model and data for ``config``, place them on the mesh and jit the step."""
-    mesh = make_mesh(config.mesh_shape, MESH_LAYOUTS[config.mesh], config.mode)
+    axes = MESH_LAYOUTS[config.mesh]
+    mesh = make_mesh(config.mesh_shape, axes, config.mode)
     graphdef, params = nnx.split(TinyLM(config, nnx.Rngs(seed)), nnx.Param)
-    gather = P() if config.mesh == "dp_fsdp" else None
+    regather = jax.reshard if config.mode == "explicit" else jax.lax.with_sharding_constraint
 
     def loss_fn(params, tokens, targets):
-        if gather is not None:  # FSDP: gather the weights before use; autodiff scatters the grads
-            regather = (
-                jax.reshard if config.mode == "explicit" else jax.lax.with_sharding_constraint
-            )
-            params = jax.tree.map(lambda p: regather(p, gather), params)
-        return cross_entropy(nnx.merge(graphdef, params)(tokens), targets)
+        if config.mesh == "dp_fsdp":  # gather the weights before use; autodiff scatters the grads
+            params = jax.tree.map(lambda p: regather(p, P()), params)
+        logits = nnx.merge(graphdef, params)(tokens).astype(jnp.float32)
+        return optax.softmax_cross_entropy_with_integer_labels(logits, targets).mean()
 
     key = jax.random.key(seed + 1)
     tokens, targets = jax.random.randint(key, (2, config.batch, config.seq), 0, config.vocab)
-    tokens, targets = jax.device_put((tokens, targets), NamedSharding(mesh, P(config.batch_axes)))
-    with nnx.logical_axis_rules(config.rules):
+    tokens, targets = jax.device_put((tokens, targets), NamedSharding(mesh, P(axes)))
+    fsdp = "fsdp" if config.mesh == "dp_fsdp" else None  # weights sharded on embed over fsdp
+    with nnx.logical_axis_rules([("embed", fsdp), ("vocab", None)]):
         params = jax.device_put(params, nnx.get_named_sharding(params, mesh))
     value_and_grad = jax.value_and_grad(loss_fn)
     if config.optimizer == "none":
@@ -208,15 +178,7 @@ class LoweredStep:
     compiled: str
     dumps: dict[str, str]
     kernel_outputs: tuple[int, ...] = ()
-    """Positions, among the step's flattened outputs, of the head kernel's gradient or new
-    value and its optimizer moments."""
-
-
-def kernel_output_positions(lowered: jax.stages.Lowered) -> tuple[int, ...]:
-    """Where the head kernel's gradient (or new value and Adam moments) sit in the step's outputs."""
-    leaves = jax.tree_util.tree_flatten_with_path(lowered.out_info)[0]
-    paths = [jax.tree_util.keystr(path) for path, _ in leaves]
-    return tuple(i for i, path in enumerate(paths) if "['head']['kernel']" in path)
+    """Where the head kernel's gradient (or new value and Adam moments) sit in the outputs."""
 
 
 def read_pass_dumps(directory: str) -> dict[str, str]:
@@ -227,15 +189,15 @@ def read_pass_dumps(directory: str) -> dict[str, str]:
 def lower_built(step: Step, dump_passes: bool = False) -> LoweredStep:
     """Lower and compile a built ``step``; with ``dump_passes`` also keep XLA's per-pass dumps."""
     lowered = step.lower()
-    dumps: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as directory:
         options = {"xla_dump_to": directory, "xla_dump_hlo_pass_re": ".*"} if dump_passes else None
         compiled = lowered.compile(compiler_options=options).as_text()
-        if dump_passes:
-            dumps = read_pass_dumps(directory)
+        dumps = read_pass_dumps(directory)  # none without dump_passes
     hlo = lowered.compiler_ir("hlo").as_hlo_text()
-    positions = kernel_output_positions(lowered)
-    return LoweredStep(step.config, lowered.as_text(), hlo, compiled, dumps, positions)
+    leaves = jax.tree_util.tree_flatten_with_path(lowered.out_info)[0]
+    paths = [jax.tree_util.keystr(path) for path, _ in leaves]
+    kernel = tuple(i for i, path in enumerate(paths) if "['head']['kernel']" in path)
+    return LoweredStep(step.config, lowered.as_text(), hlo, compiled, dumps, kernel)
 
 
 def lower_step(config: StepConfig, dump_passes: bool = False) -> LoweredStep:
@@ -287,13 +249,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "mesh_shape": list(config.mesh_shape),
         "program_lines": {name: len(getattr(lowered, name).splitlines()) for name in PROGRAMS},
     }
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return
-    print(", ".join(f"{key} {value}" for key, value in report["config"].items()))
-    print(f"mesh {report['mesh_shape']} ({', '.join(MESH_LAYOUTS[config.mesh])})")
-    for name, lines in report["program_lines"].items():
-        print(f"{name}: {lines} lines (--show {name} prints it)")
+    print_report(report, args.json)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from jax.sharding import PartitionSpec as P
 from pydantic import ValidationError
 
 from snippets.gradient_finish import lm_head_threshold_table
-from snippets.lm_head import DenseGeneral, Int8Quant, LMHeadConfig, head_kernel_spec
+from snippets.lm_head import DenseGeneral, LMHeadConfig, head_kernel_spec
 from snippets.lowering import StepConfig
 from snippets.reduce_scatter import schedule, schedule_bytes_per_rank, walkthrough
 
@@ -44,12 +44,6 @@ def test_slice_bounds_that_are_not_two_integers_fail(bounds):
     """No check of its own: unpacking, comparing or slicing fails in Python or JAX."""
     with pytest.raises((TypeError, ValueError)):
         heads_layer()(jnp.ones((2, 4)), slice_bounds=bounds)
-
-
-def test_slice_bounds_with_quantisation_are_rejected():
-    layer = heads_layer(quant=Int8Quant())
-    with pytest.raises(ValueError, match=r"slice_bounds cannot be combined with .* quant"):
-        layer(jnp.ones((2, 4)), slice_bounds=(0, 3))
 
 
 def test_numpy_integer_features_are_accepted():

@@ -114,7 +114,7 @@ def test_missing_record_raises(tmp_path):
     for path in (tmp_path / "ckpt" / "orientation").iterdir():
         path.unlink()
     (tmp_path / "ckpt" / "orientation").rmdir()
-    with pytest.raises(OrientationError, match="has no kernel orientation record"):
+    with pytest.raises(OrientationError, match="has no orientation record"):
         restore(tmp_path / "ckpt", head(True))
 
 

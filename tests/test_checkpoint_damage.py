@@ -52,7 +52,7 @@ def test_a_missing_directory_says_so(tmp_path):
 
 def test_a_record_that_is_not_json_is_refused(saved):
     edit_record(saved, lambda text: text[: len(text) // 2])
-    with pytest.raises(CheckpointError, match=r"orientation record of .* is not valid JSON"):
+    with pytest.raises(CheckpointError, match=r"orientation record of .* is malformed: "):
         restore(saved, head())
 
 
@@ -88,7 +88,7 @@ def test_a_deleted_params_folder_is_refused(saved):
 
 def test_a_missing_checksum_record_is_refused(saved):
     shutil.rmtree(saved / "checksums")
-    with pytest.raises(CheckpointError, match="has no checksum record"):
+    with pytest.raises(CheckpointError, match="has no checksums record"):
         restore(saved, head())
 
 
@@ -133,12 +133,9 @@ def test_a_bias_of_another_shape_is_refused(saved):
         restore(saved, head())
 
 
-def test_a_dtype_change_needs_allow_cast(saved):
-    with pytest.raises(CheckpointError, match="holds float32 but the model has bfloat16; pass"):
+def test_a_dtype_change_is_refused(saved):
+    with pytest.raises(CheckpointError, match="holds float32 but the model has bfloat16"):
         restore(saved, head(param_dtype=jnp.bfloat16))
-    restored = restore(saved, head(seed=3, param_dtype=jnp.bfloat16), allow_cast=True)
-    assert restored.kernel[...].dtype == jnp.bfloat16
-    assert jnp.array_equal(restored.kernel[...], head().kernel[...].astype(jnp.bfloat16))
 
 
 def test_the_checksums_cover_every_array_as_saved(saved):

@@ -12,7 +12,6 @@ from pydantic import ValidationError
 from snippets.devices import make_mesh
 from snippets.lm_head import (
     DenseGeneral,
-    Int8Quant,
     LMHeadConfig,
     build_output_head,
     dot_rounding_bound,
@@ -146,19 +145,6 @@ def test_slice_bounds_keep_a_slice_of_the_output_features():
     assert jnp.array_equal(layer(x, slice_bounds=(2, 5)), layer(x)[:, 2:5])
 
 
-def test_quant_fake_quantizes_the_kernel():
-    plain = DenseGeneral(16, 8, rngs=nnx.Rngs(0))
-    quantized = DenseGeneral(16, 8, quant=Int8Quant(), rngs=nnx.Rngs(0))
-    x = jax.random.normal(jax.random.key(1), (3, 16))
-    assert not jnp.array_equal(plain(x), quantized(x))
-    np.testing.assert_allclose(plain(x), quantized(x), atol=0.05)
-
-
-def test_transposed_kernel_rejects_quant():
-    with pytest.raises(ValueError, match="kernel_transposed=True cannot be combined with quant"):
-        DenseGeneral(16, 8, quant=Int8Quant(), kernel_transposed=True, rngs=nnx.Rngs(0))
-
-
 def test_transposed_kernel_rejects_slice_bounds():
     layer = pair(16, 8)[1]
     with pytest.raises(ValueError, match="slice_bounds cannot be combined with kernel_transposed"):
@@ -184,7 +170,7 @@ def test_input_that_does_not_match_the_axes_is_rejected():
         ({"axis": (-2, -1)}, "must name one input axis per in_feature"),
         ({"kernel_axes": ("embed",)}, r"kernel_axes \('embed',\) none or one name per kernel axis"),
         ({"kernel_transposed": True, "weight_grad_in_kernel_order": "custom_vjp"}, "plain"),
-        ({"quant": Int8Quant(), "weight_grad_in_kernel_order": "auto_axes"}, "plain"),
+        ({"axis": 0, "weight_grad_in_kernel_order": "auto_axes"}, "plain"),
     ],
 )
 def test_inconsistent_construction_is_rejected(kwargs, message):
