@@ -124,8 +124,7 @@ def _read_record(directory: Path, item: str, schema: type, error: type[Checkpoin
         return TypeAdapter(dict[str, schema]).validate_python(record)
     except (json.JSONDecodeError, ValidationError) as cause:
         raise error(
-            f"The {item} record of {directory} is malformed: {one_line(cause)}; re-save the "
-            "checkpoint."
+            f"The {item} record of {directory} is malformed: {one_line(cause)}; re-save it."
         ) from cause
 
 
@@ -143,9 +142,8 @@ def _check_records(stored: dict[str, KernelRecord], target: dict[str, KernelReco
             raise OrientationError(f"The checkpoint records no orientation for {path}.")
         if have | {"layout": want["layout"]} != want:
             raise OrientationError(
-                f"{path}: the checkpoint records in_features {have['in_features']} and "
-                f"out_features {have['out_features']}, the model has {want['in_features']} and "
-                f"{want['out_features']}."
+                f"{path}: the checkpoint records in_features {have['in_features']} and out_features "
+                f"{have['out_features']}, the model {want['in_features']} and {want['out_features']}."
             )
 
 
@@ -172,8 +170,7 @@ def _check_arrays(expected: dict[str, jax.ShapeDtypeStruct], checksums: dict[str
         if tuple(have["shape"]) != want.shape:
             raise CheckpointError(
                 f"{path}: the checkpoint holds shape {tuple(have['shape'])} but the model needs "
-                f"{want.shape} in the stored layout (for a kernel, as its orientation record "
-                "says); the record or the model does not match the data."
+                f"{want.shape} in the layout its orientation record gives."
             )
         if have["dtype"] != str(want.dtype):
             raise CheckpointError(
@@ -184,9 +181,8 @@ def _check_arrays(expected: dict[str, jax.ShapeDtypeStruct], checksums: dict[str
 def restore(directory: str | Path, model: nnx.Module) -> nnx.Module:
     """Load a checkpoint into ``model`` in place, each kernel transposed to its module's layout.
 
-    A kernel stored in the other layout is read into the target's sharding with its axes
-    permuted, checked against its SHA-256 (read whole on the host), then transposed on the
-    devices by a jit whose output sharding is the target's.
+    Each array is read into the target's sharding (axes permuted for a flipped kernel) and
+    checked against its SHA-256; a jitted transpose then gives the target's layout and sharding.
     """
     directory = Path(directory).expanduser().resolve()
     layouts, stored_layouts = kernel_layouts(model), read_orientation(directory)

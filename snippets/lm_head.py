@@ -28,13 +28,12 @@ from snippets.cli import Parser, PositiveInt, check_memory, positive_int, report
 from snippets.kernel_order_grad import auto_axes_logits, kernel_order_logits
 from snippets.tables import print_report
 
-Shape = tuple[int, ...]
 KernelOrder = Literal["custom_vjp", "auto_axes"]
 KERNEL_ORDER_LOGITS = {"custom_vjp": kernel_order_logits, "auto_axes": auto_axes_logits}
 """The two ways to write the weight gradient in kernel order: a custom VJP, or ``auto_axes``."""
 
 
-def canonical_tuple(value: int | Iterable[int]) -> Shape:
+def canonical_tuple(value: int | Iterable[int]) -> tuple[int, ...]:
     """``value`` as a tuple: one int becomes a 1-tuple (as Flax and MaxText canonicalise)."""
     return tuple(value) if isinstance(value, Iterable) else (value,)
 
@@ -66,7 +65,6 @@ class DenseGeneral(nnx.Module):
         axis: int | Sequence[int] = -1,
         kernel_axes: Sequence[str | None] = (),
         use_bias: bool = False,
-        dtype: Any = None,
         param_dtype: Any = jnp.float32,
         kernel_transposed: bool = False,
         weight_grad_in_kernel_order: KernelOrder | None = None,
@@ -89,7 +87,6 @@ class DenseGeneral(nnx.Module):
             )
         self.kernel_transposed = kernel_transposed
         self.weight_grad_in_kernel_order = weight_grad_in_kernel_order
-        self.dtype = dtype
         in_axes, out_axes = tuple(range(n_in)), tuple(range(n_in, n_in + n_out))
         # As MaxText: truncated normal, fan-in over the input axes. Drawn in the canonical
         # [in..., out...] shape, then permuted: one seed gives one matrix in both orientations.
@@ -106,7 +103,7 @@ class DenseGeneral(nnx.Module):
         self.bias = bias_param if use_bias else None
 
     @property
-    def contract_axes(self) -> Shape:
+    def contract_axes(self) -> tuple[int, ...]:
         """The kernel axes the input is contracted with: leading, or trailing when transposed."""
         n_in, n_out = len(self.in_features), len(self.out_features)
         return tuple(range(n_out, n_out + n_in)) if self.kernel_transposed else tuple(range(n_in))
@@ -130,7 +127,7 @@ class DenseGeneral(nnx.Module):
                 raise ValueError(f"slice_bounds {slice_bounds} must be within [0, {size}].")
             kernel = kernel[..., begin:end]
             bias = None if bias is None else bias[..., begin:end]
-        inputs, kernel, bias = promote_dtype((inputs, kernel, bias), dtype=self.dtype)
+        inputs, kernel, bias = promote_dtype((inputs, kernel, bias))
         if self.weight_grad_in_kernel_order:  # the same product, by a function of its own
             logits = KERNEL_ORDER_LOGITS[self.weight_grad_in_kernel_order]
             out = logits(inputs, kernel, out_sharding)
@@ -237,7 +234,7 @@ def dot_rounding_bound(a: jax.Array, b: jax.Array) -> np.ndarray:
     return 2 * gamma * (np.abs(np.asarray(a, np.float64)) @ np.abs(np.asarray(b, np.float64)))
 
 
-def small_integers(key: jax.Array, shape: Shape, bound: int = 4) -> jax.Array:
+def small_integers(key: jax.Array, shape: tuple[int, ...], bound: int = 4) -> jax.Array:
     """Float32 integers in ``[-bound, bound]``: products and sums of a few stay exact in float32."""
     return jax.random.randint(key, shape, -bound, bound + 1).astype(jnp.float32)
 

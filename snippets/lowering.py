@@ -32,9 +32,8 @@ VARIANTS = {
     "kernel-order-grad": {"lm_head_weight_grad_in_kernel_order": "custom_vjp"},
     "auto-axes": {"lm_head_weight_grad_in_kernel_order": "auto_axes"},
 }
-"""The head variants by name, each as its LM-head options: ``EV`` stores the kernel
-``[embed, vocab]``, ``VE`` ``[vocab, embed]``; the other two keep ``EV``'s kernel and
-write its gradient in kernel order (``snippets.kernel_order_grad``)."""
+"""The head variants, as LM-head options: ``EV`` stores the kernel ``[embed, vocab]``, ``VE``
+``[vocab, embed]``; the other two keep ``EV``'s and write its gradient in that order."""
 DTYPES = ("float32", "bfloat16", "float16")
 OPTIMIZERS = ("none", "adam")
 """``none``: the step returns the loss and gradients; ``adam``: it also applies an AdamW update."""
@@ -62,10 +61,7 @@ class StepConfig(Config):
         if self.mesh == "dp_fsdp" and self.devices % 2:
             raise ValueError(f"mesh 'dp_fsdp' needs an even device count, not {self.devices}.")
         if self.batch % self.devices:
-            raise ValueError(
-                f"batch {self.batch} does not divide over the {self.devices} devices of the "
-                f"{self.mesh!r} mesh; use a multiple of {self.devices}."
-            )
+            raise ValueError(f"batch {self.batch} does not divide over the {self.devices} devices.")
         fsdp = self.devices // 2
         if self.mesh == "dp_fsdp" and self.emb % fsdp:
             raise ValueError(f"emb {self.emb} does not divide over the fsdp axis of size {fsdp}.")
