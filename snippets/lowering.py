@@ -59,7 +59,7 @@ class StepConfig(Config):
     @model_validator(mode="after")
     def _fits_the_mesh(self) -> Self:
         if self.mesh == "dp_fsdp" and self.devices % 2:
-            raise ValueError(f"mesh 'dp_fsdp' needs an even device count, not {self.devices}.")
+            raise ValueError(f"mesh 'dp_fsdp' needs an even device count, got {self.devices}.")
         if self.batch % self.devices:
             raise ValueError(f"batch {self.batch} does not divide over the {self.devices} devices.")
         fsdp = self.devices // 2
