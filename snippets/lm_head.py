@@ -271,8 +271,8 @@ def orientation_report(emb: int = 64, vocab: int = 256, tokens: int = 32, seed: 
     exact = small_integers(keys[2], (emb, vocab))
     ev.kernel[...], ve.kernel[...] = exact, exact.T
     exact_args = small_integers(keys[3], (tokens, emb)), small_integers(keys[1], (tokens, vocab))
-    exact_results = (output_and_weight_grad(h, *exact_args) for h in heads.values())
-    report["exact_inputs_identical"] = all(map(jnp.array_equal, *exact_results))
+    ev_exact, ve_exact = (output_and_weight_grad(h, *exact_args) for h in heads.values())
+    report["exact_inputs_identical"] = all(map(jnp.array_equal, ev_exact, ve_exact))
     diff = {
         "forward": np.abs(np.subtract(y_ev, y_ve, dtype=np.float64)),
         "grad": np.abs(np.subtract(g_ev, g_ve, dtype=np.float64)),
