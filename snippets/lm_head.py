@@ -53,8 +53,7 @@ class DenseGeneral(nnx.Module):
     Args:
       kernel_axes: logical names of the kernel axes, ``in..., out...`` in either orientation.
       kernel_transposed: store the kernel ``[out..., in...]`` (the PR's fix).
-      weight_grad_in_kernel_order: keep ``[in, out]`` and write the weight gradient in that
-        order, this way (the design doc's fix, :mod:`snippets.kernel_order_grad`).
+      weight_grad_in_kernel_order: keep ``[in, out]``; write the weight gradient so, this way.
     """
 
     def __init__(
