@@ -1,12 +1,7 @@
-"""Figures the guides draw from executed results, glued into the page by myst-nb.
+"""Figures the guides glue (myst-nb) in the cell that computed their numbers, never a stale file.
 
-Each function returns a :class:`DataFigure`: a matplotlib figure and the numbers it
-draws. A guide glues it (``glue("name", figure)``) in the cell that computed those
-numbers, so the figure lives in that cell's outputs, from the same execution as the
-table beside it; a figure file read by a later build can go stale, and one did. The
-PNG carries its numbers, resolution and smallest font size in a text chunk
-(:data:`METADATA_KEY`; Pillow's ``Image.open(...).text`` reads it), so tests can check
-a figure against its table and the rendered text size.
+Each is a :class:`DataFigure` whose PNG carries the numbers it draws (:data:`METADATA_KEY`),
+so tests can check a figure against the table beside it.
 """
 
 from __future__ import annotations
@@ -30,8 +25,7 @@ WIDTH_IN = 4.6
 """Figure width in inches: narrow enough that 10 pt text stays readable on a phone."""
 
 MIN_FONT_PT = 10.0
-"""The smallest font size a figure may use. At :data:`WIDTH_IN` inches shown on a 390 px
-wide screen (about 340 px of content), 10 pt is about 10 CSS px."""
+"""The smallest font size a figure may use: about 10 CSS px on a 390 px wide phone screen."""
 
 METADATA_KEY = "shard-perf-docs"
 """The PNG text chunk holding a figure's numbers, resolution and smallest font size."""
@@ -107,12 +101,8 @@ EXCHANGE_COLUMNS = (2.4, 7.6)
 
 
 def exchange_figure(report: dict) -> DataFigure:
-    """The two-rank finish of ``reduce_scatter.walkthrough()``: reduce-scatter, then all-reduce.
-
-    The reduce-scatter panel shows each payload on its way to the row's owner and
-    the addition the owner does; the all-reduce panel shows what the alternative
-    leaves on each rank and what it sends.
-    """
+    """The two-rank finish of ``reduce_scatter.walkthrough()``: each payload on its way to its
+    row's owner and the owner's sum, then what an all-reduce would leave and send instead."""
     if report["ranks"] != 2:
         raise ValueError(f"The exchange figure draws two ranks; this report has {report['ranks']}.")
     partials, shards = report["partials"], report["shards"]
@@ -190,8 +180,7 @@ def _pass_row(ax, y: float, title: str, passes: dict[str, str], note: str) -> No
 def pass_window_figure(cpu_window: dict) -> DataFigure:
     """Which runs first, the simplifier or the partitioner: CPU measured, TPU quoted, GPU from source.
 
-    Each row names its passes as that backend does and places them by order only: the
-    CPU's dump indices and the TPU's pass numbers are different units, so no axis is shared.
+    Order only: the CPU's dump indices and the TPU's pass numbers are different units.
     """
     cpu = {
         cpu_window["partitioner_pass"]: f"dump {cpu_window['first_spmd_partitioner']}",
@@ -224,44 +213,31 @@ _SHORT_VERDICT = {
 
 
 def ratio_figure(rows: Sequence[dict]) -> DataFigure:
-    """Step-time ratios to auto/EV, median with min-max whiskers, each bar labelled with its verdict.
-
-    ``rows`` are :func:`snippets.bench.bench`'s, each with its ``verdict``. A bar whose range
-    straddles 1.0 is drawn faded and says "no difference", so the eye does not read its
-    median as a speed-up or a slowdown.
-    """
+    """:func:`snippets.bench.bench`'s step-time ratios to auto/EV: medians, min-max whiskers and
+    verdicts in a column right of the axes; a range straddling 1.0 is faded ("no difference")."""
     figure = _figure(1.4 + 0.4 * len(rows))
     ax = figure.add_subplot()
     colors = {"explicit": "#1f77b4", "auto": "#ff7f0e"}
-    medians = [r["ratio_to_auto_EV"] for r in rows]
-    verdicts = [r["verdict"] for r in rows]
-    errors = [
-        [m - r["ratio_min"] for m, r in zip(medians, rows, strict=True)],
-        [r["ratio_max"] - m for m, r in zip(medians, rows, strict=True)],
-    ]
-    positions = range(len(rows))[::-1]  # first row on top, as in the table
-    bars = ax.barh(
-        positions, medians, xerr=errors, capsize=3, color=[colors[r["mode"]] for r in rows]
-    )
-    for bar, verdict in zip(bars, verdicts, strict=True):
-        bar.set_alpha(0.35 if verdict == "no measurable difference from 1" else 1.0)
-    ax.set_yticks(list(positions), [r["variant"] for r in rows], fontsize=11)
     labels = ax.get_yaxis_transform()  # x in axes fraction, y in data
-    for y, median, verdict in zip(positions, medians, verdicts, strict=True):
-        label = f"{median:.2f}: {_SHORT_VERDICT[verdict]}"
-        ax.text(0.99, y, label, transform=labels, ha="right", va="center", fontsize=10)
+    positions = range(len(rows))[::-1]  # first row on top, as in the table
+    for y, row in zip(positions, rows, strict=True):
+        median, verdict = row["ratio_to_auto_EV"], row["verdict"]
+        whisker = [[median - row["ratio_min"]], [row["ratio_max"] - median]]
+        faded = verdict == "no measurable difference from 1"
+        color = colors[row["mode"]]
+        ax.barh(y, median, xerr=whisker, capsize=3, color=color, alpha=0.35 if faded else 1.0)
+        reference = (row["mode"], row["variant"]) == ("auto", "EV")
+        label = "reference" if reference else f"{median:.2f}: {_SHORT_VERDICT[verdict]}"
+        ax.text(1.03, y, label, transform=labels, va="center", fontsize=10)
+    ax.set_yticks(list(positions), [r["variant"] for r in rows], fontsize=11)
     ax.axvline(1.0, color="0.3", linewidth=0.8, linestyle="--")
-    ax.set_xlim(0, max(r["ratio_max"] for r in rows) * 1.8)  # the labels' column on the right
+    ax.set_xlim(0, max(r["ratio_max"] for r in rows) * 1.05)
     ax.set_xlabel("step time / auto EV step time (CPU)", fontsize=11)
     ax.tick_params(axis="x", labelsize=11)
     handles = [Patch(color=color, label=f"{mode} mode") for mode, color in colors.items()]
     figure.legend(handles=handles, fontsize=11, loc="outside upper center", ncols=2, frameon=False)
-    keys = ("mode", "variant", "ratio_to_auto_EV", "ratio_min", "ratio_max")
-    drawn = [
-        {**{key: row[key] for key in keys}, "verdict": v}
-        for row, v in zip(rows, verdicts, strict=True)
-    ]
-    return DataFigure(figure, drawn)
+    keys = ("mode", "variant", "ratio_to_auto_EV", "ratio_min", "ratio_max", "verdict")
+    return DataFigure(figure, [{key: row[key] for key in keys} for row in rows])
 
 
 SOURCE_TPU_RESULTS = [

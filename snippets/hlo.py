@@ -1,9 +1,5 @@
-"""Small readers of HLO text: instructions, shapes and the collectives a module runs.
-
-They work on the text of ``lowered.compiler_ir("hlo").as_hlo_text()`` (before
-optimisation) and ``compiled.as_text()`` (after), so every count a guide shows
-is read from the program itself.
-"""
+"""Small readers of HLO text (before optimisation, or ``compiled.as_text()`` after), so every
+count a guide shows is read from the program itself. Imported by the guides; no command line."""
 
 from __future__ import annotations
 
@@ -144,10 +140,7 @@ def _has_dims(inst: Instruction, dims: tuple[int, ...] | None) -> bool:
 
 
 def group_size(attributes: str) -> int:
-    """The number of ranks in each replica group of a collective's attributes.
-
-    Reads the three spellings XLA prints: explicit lists ``{{0,1},{2,3}}``, iota
-    ``[2,2]<=[4]`` and named mesh axes ``mesh['x'=4,'y'=2] {'x'}``.
+    """The ranks in each replica group: ``{{0,1},{2,3}}``, iota ``[2,2]<=[4]`` or ``mesh[...] {'x'}``.
 
     >>> group_size("replica_groups=[2,2]<=[4], dimensions={0}")
     2
@@ -205,15 +198,6 @@ def opcode_counts(hlo_text: str, *opcodes: str) -> dict[str, int]:
     return {opcode: found.count(opcode) for opcode in opcodes}
 
 
-def without_metadata(line: str) -> str:
-    """An HLO line without its ``metadata={...}``, for display.
-
-    >>> without_metadata('%d = f32[2] dot(%a, %b), metadata={op_name="jit(f)/dot"}')
-    '%d = f32[2] dot(%a, %b)'
-    """
-    return re.sub(r",\s*metadata=\{[^{}]*\}", "", line).strip()
-
-
 def is_sharding_call(inst: Instruction) -> bool:
     """Whether ``inst`` is the ``Sharding`` custom call that sharding-in-types lowering emits."""
     return inst.opcode == "custom-call" and 'custom_call_target="Sharding"' in inst.attributes
@@ -252,14 +236,9 @@ _PASS_THROUGH = {"bitcast", "copy", "reshape", "convert", "all-reduce", "get-tup
 
 @dataclasses.dataclass(frozen=True)
 class TransposeSite:
-    """A transpose whose operand chain leads back to a dot, and what stands between them.
-
-    ``kind``: ``"foldable"`` (nothing between), ``"barrier"`` (a ``Sharding`` call),
-    ``"all-reduce"`` (the partitioner's collective) or ``"other"``. ``op_name`` and
-    ``source`` say what made the dot (JAX's name stack, ``file:line``); ``output`` is the
-    element of the entry's result the transpose's value reaches, if any (an index, or
-    from :func:`snippets.barrier.find_barriers` its path in the step's outputs).
-    """
+    """A transpose fed by a dot; ``kind`` says what stands between: ``foldable`` (nothing),
+    ``barrier`` (a ``Sharding`` call), ``all-reduce`` or ``other``. ``output``: the result element
+    (index, or path from :func:`snippets.barrier.find_barriers`) its value reaches."""
 
     transpose: str
     shape: str
@@ -290,12 +269,8 @@ class TransposeSite:
 def value_source(
     inst: Instruction, by_name: dict[str, Instruction]
 ) -> tuple[list[Instruction], Instruction | None]:
-    """The pass-through ops (``Sharding`` calls included) behind ``inst``'s operand, and what made the value.
-
-    The chain is nearest first; the producer is ``None`` when the value comes from
-    outside the instructions given. A ``get-tuple-element`` of a multi-operand op
-    (a combined all-reduce) is followed into the operand it selects.
-    """
+    """The pass-through ops behind ``inst``'s operand, nearest first, and what made the value
+    (``None``: from outside); a combined all-reduce is followed into the operand selected."""
     chain: list[Instruction] = []
     current = by_name.get(inst.operands[0]) if inst.operands else None
     while current is not None and (current.opcode in _PASS_THROUGH or is_sharding_call(current)):
@@ -317,9 +292,7 @@ def transpose_of_dot_sites(
 ) -> list[TransposeSite]:
     """Every transpose fed, through pass-through ops only, by a dot; ``dims`` keeps those of that size set.
 
-    XLA's algebraic simplifier rewrites ``transpose(dot(a, b))`` as ``dot(b, a)``
-    only when the dot is the transpose's direct operand, so anything listed in
-    ``between`` defeats the fold.
+    XLA folds ``transpose(dot(a, b))`` into ``dot(b, a)`` only if nothing stands ``between``.
     """
     by_name = {inst.name: inst for inst in instructions(hlo_text)}
     frames = source_locations(hlo_text)
@@ -348,11 +321,7 @@ def transpose_of_dot_sites(
 
 
 def source_locations(hlo_text: str) -> dict[int, str]:
-    """``file:line`` of each stack frame, read from the tables XLA prints above a module with metadata.
-
-    ``lowered.as_text(dialect="hlo", debug_info=True)`` writes them; an instruction's
-    ``stack_frame_id`` names its innermost frame. Text without the tables gives ``{}``.
-    """
+    """``file:line`` of each stack frame id, from the tables ``as_text(debug_info=True)`` prints."""
     tables: dict[str, dict[int, str]] = {"FileNames": {}, "FileLocations": {}, "StackFrames": {}}
     current = None
     for line in hlo_text.splitlines():
@@ -378,11 +347,8 @@ _CARRIES = _PASS_THROUGH - {"get-tuple-element"} | {"transpose", "add", "custom-
 def outputs_reached(hlo_text: str, names: list[str]) -> dict[str, int | None]:
     """For each named instruction, the element of the entry's result its value reaches, else None.
 
-    Follows the value forward through ops that pass it on whole (``_CARRIES``), into
-    a ``dynamic-update-slice`` as its update (a scan stacking per-layer gradients),
-    through ``call`` computations, ``while`` bodies and the tuples that carry it, to
-    the entry's root. A weight gradient reaches its parameter's output; an activation
-    gradient reaches none.
+    Follows the value forward through ops that pass it on whole, scan updates, calls, loops
+    and tuples: a weight gradient reaches its parameter's output, an activation gradient none.
     """
     comps, entry, _ = computations(hlo_text)
     owner = {inst.name: comp for comp, insts in comps.items() for inst in insts}
@@ -445,27 +411,16 @@ _CALLS = re.compile(r"(?:calls|to_apply)=%?([\w.\-]+)")
 
 def _called(inst: Instruction, comps: dict[str, list[Instruction]]) -> list[Instruction]:
     """The instructions of the computations ``inst`` calls (a fusion's body), nested calls included."""
-    pending, seen, found = _CALLS.findall(inst.attributes), set(), []
-    while pending:
-        name = pending.pop()
-        if name in comps and name not in seen:
-            seen.add(name)
-            found += comps[name]
-            pending += [called for i in comps[name] for called in _CALLS.findall(i.attributes)]
-    return found
+    inside = [i for name in _CALLS.findall(inst.attributes) for i in comps.get(name, [])]
+    return [deeper for i in inside for deeper in (i, *_called(i, comps))]
 
 
 def kernel_relayouts(
     hlo_text: str, outputs: tuple[int, ...], kernel_elements: set[int]
 ) -> dict[Instruction, list[Instruction]]:
-    """The entry's instructions between a weight-gradient dot and the entry's ``outputs`` that are,
-    or (a fusion) contain, transposes and copies, with those transposes and copies.
-
-    Walks back from each listed element of the entry's root tuple through every
-    operand of a size in ``kernel_elements`` (the kernel and its shards), stopping at a
-    dot (or a fusion that computes one) and at parameters. Following the data, not the
-    sizes, keeps other arrays of the same shape (an embedding table) out.
-    """
+    """The entry's instructions between a weight-gradient dot and the root's ``outputs`` that are,
+    or contain, transposes and copies, with those; walks back through operands of a size in
+    ``kernel_elements``, so a same-shaped array on another path (an embedding table) stays out."""
     comps, entry, root = computations(hlo_text)
     by_name = {inst.name: inst for inst in comps.get(entry, [])}
     if root not in by_name:
@@ -527,13 +482,8 @@ SIMPLIFIER_PASSES = {
 
 
 def pass_order(dump_files: dict[str, str]) -> dict:
-    """Where the first algebraic simplifier and the first partitioner run, from per-pass dumps.
-
-    ``dump_files`` maps the names of ``--xla_dump_hlo_pass_re=.*`` dumps to their text. A
-    dump is written after each pass that changed the module and names its pipeline, the
-    pass before and the pass after; a pass's position is the first dump naming it (``None``:
-    none does). The two modules are what the first simplifier received and returned.
-    """
+    """Where the first algebraic simplifier and partitioner run (the first dump naming each, else
+    None), and the modules that simplifier received and returned, from per-pass dumps by name."""
     dumps = sorted(
         (parsed, text) for name, text in dump_files.items() if (parsed := parse_dump_name(name))
     )
