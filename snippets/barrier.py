@@ -217,10 +217,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_step_arguments(parser)
     parser.add_argument(
-        "--optimizer",
-        choices=OPTIMIZERS,
-        default="none",
-        help="also apply an AdamW update in the step, and count the relayouts it adds",
+        "--optimizer", choices=OPTIMIZERS, default="none", help="add AdamW; count its relayouts"
     )
     args = parser.parse_args(argv)
     with reported(args.debug):

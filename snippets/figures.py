@@ -73,9 +73,7 @@ def smallest_font_pt(figure: Figure) -> float:
 
 
 def _figure(height_in: float) -> Figure:
-    figure = Figure(figsize=(WIDTH_IN, height_in), dpi=DPI, layout="constrained")
-    figure.set_facecolor("white")
-    return figure
+    return Figure(figsize=(WIDTH_IN, height_in), dpi=DPI, layout="constrained", facecolor="white")
 
 
 def _matrix_text(rows: Sequence[Sequence[float]]) -> str:
@@ -205,13 +203,6 @@ def pass_window_figure(cpu_window: dict) -> DataFigure:
     return DataFigure(figure, data)
 
 
-_SHORT_VERDICT = {
-    "no measurable difference from 1": "no difference",
-    "below 1": "faster",
-    "above 1": "slower",
-}
-
-
 def ratio_figure(rows: Sequence[dict]) -> DataFigure:
     """:func:`snippets.bench.bench`'s step-time ratios to auto/EV: medians, min-max whiskers and
     verdicts in a column right of the axes; a range straddling 1.0 is faded ("no difference")."""
@@ -227,7 +218,8 @@ def ratio_figure(rows: Sequence[dict]) -> DataFigure:
         color = colors[row["mode"]]
         ax.barh(y, median, xerr=whisker, capsize=3, color=color, alpha=0.35 if faded else 1.0)
         reference = (row["mode"], row["variant"]) == ("auto", "EV")
-        label = "reference" if reference else f"{median:.2f}: {_SHORT_VERDICT[verdict]}"
+        short = {"below": "faster", "above": "slower"}.get(verdict.split()[0], "no difference")
+        label = "reference" if reference else f"{median:.2f}: {short}"
         ax.text(1.03, y, label, transform=labels, va="center", fontsize=10)
     ax.set_yticks(list(positions), [r["variant"] for r in rows], fontsize=11)
     ax.axvline(1.0, color="0.3", linewidth=0.8, linestyle="--")
@@ -248,22 +240,20 @@ SOURCE_TPU_RESULTS = [
 MaxText pull request that added ``lm_head_kernel_transposed``. Not measured here."""
 
 
-def penalty_percent(row: dict, variant: str) -> float:
-    """How much slower than auto a variant of a quoted row is, in percent.
-
-    >>> round(penalty_percent(SOURCE_TPU_RESULTS[0], "explicit [E,V]"), 2)
-    9.34
-    """
-    return 100 * (row[variant] / row["auto"] - 1)
-
-
 def source_tpu_figure(rows: Sequence[dict] = SOURCE_TPU_RESULTS) -> DataFigure:
     """The source PR's TPU penalties, explicit over auto, before and after its fix: quoted, not ours."""
     variants = {"explicit [E,V]": "#1f77b4", "explicit [V,E]": "#2ca02c"}
+    data = [
+        {
+            "config": row["config"],
+            **{v: round(100 * (row[v] / row["auto"] - 1), 2) for v in variants},
+        }
+        for row in rows
+    ]
     figure = _figure(2.9)
     ax = figure.add_subplot()
     for offset, (variant, color) in zip((0.2, -0.2), variants.items(), strict=True):
-        values = [penalty_percent(row, variant) for row in rows]
+        values = [penalty[variant] for penalty in data]
         positions = [len(rows) - 1 - i + offset for i in range(len(rows))]
         ax.barh(positions, values, height=0.38, color=color, label=variant)
         for y, value in zip(positions, values, strict=True):
@@ -275,10 +265,6 @@ def source_tpu_figure(rows: Sequence[dict] = SOURCE_TPU_RESULTS) -> DataFigure:
     ax.tick_params(axis="x", labelsize=10)
     ax.set_title("Quoted from the MaxText PR, not measured here", fontsize=10, loc="left")
     figure.legend(fontsize=10, loc="outside upper center", ncols=2, frameon=False)
-    data = [
-        {"config": row["config"], **{v: round(penalty_percent(row, v), 2) for v in variants}}
-        for row in rows
-    ]
     return DataFigure(figure, data)
 
 

@@ -27,8 +27,7 @@ _COMPUTATION = re.compile(r"^\s*(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(?:\(
 
 @dataclasses.dataclass(frozen=True)
 class Instruction:
-    """One HLO instruction: name, result shape text, opcode, operand names, attributes, and
-    whether it is its computation's ROOT."""
+    """One HLO instruction: name, result shape, opcode, operand names, attributes, ROOT or not."""
 
     name: str
     shape: str
@@ -109,11 +108,7 @@ def array_shapes(shape: str) -> list[tuple[str, tuple[int, ...]]]:
 
 
 def shape_bytes(shape: str) -> int:
-    """Bytes of all arrays in a shape.
-
-    >>> shape_bytes("f32[1,2]{1,0}")
-    8
-    """
+    """Bytes of all arrays in a shape."""
     return sum(DTYPE_BYTES[dtype] * math.prod(dims) for dtype, dims in array_shapes(shape))
 
 
@@ -152,10 +147,8 @@ def group_size(attributes: str) -> int:
     if match := re.search(r"replica_groups=\[([\d,]+)\]<=", attributes):
         return int(match[1].split(",")[-1])
     if match := re.search(r"replica_groups=mesh\[([^\]]*)\][^{]*\{([^}]*)\}", attributes):
-        sizes = {
-            name.strip("'"): int(size) for name, size in re.findall(r"('[^']+')=(\d+)", match[1])
-        }
-        return math.prod(sizes[name.strip(" '")] for name in match[2].split(","))
+        sizes = dict(re.findall(r"'([^']+)'=(\d+)", match[1]))
+        return math.prod(int(sizes[name.strip(" '")]) for name in match[2].split(","))
     raise ValueError(f"No replica_groups this reader understands in: {attributes[:200]!r}")
 
 
@@ -183,17 +176,13 @@ def collectives(hlo_text: str) -> list[Collective]:
         if inst.opcode.endswith("-start") and kind in ("all-gather", "collective-permute"):
             shape = list(_ARRAY_SHAPE.finditer(shape))[-1][0]  # async start: (operand, result)
         ranks = 2 if kind == "collective-permute" else group_size(inst.attributes)
-        result = shape_bytes(shape)
-        found.append(Collective(kind, shape, ranks, ring_bytes_per_rank(kind, result, ranks)))
+        sent = ring_bytes_per_rank(kind, shape_bytes(shape), ranks)
+        found.append(Collective(kind, shape, ranks, sent))
     return found
 
 
 def opcode_counts(hlo_text: str, *opcodes: str) -> dict[str, int]:
-    """How many instructions of each named opcode the module has.
-
-    >>> opcode_counts("%a = f32[2] add(%x, %y)\\n%b = f32[2] add(%a, %a)", "add", "dot")
-    {'add': 2, 'dot': 0}
-    """
+    """How many instructions of each named opcode the module has."""
     found = [inst.opcode for inst in instructions(hlo_text)]
     return {opcode: found.count(opcode) for opcode in opcodes}
 
@@ -227,8 +216,6 @@ def kernel_order_dots(hlo_text: str, dims: tuple[int, ...]) -> list[Instruction]
         and layout(inst.shape) in (None, tuple(reversed(range(len(dims)))))
     ]
 
-
-# Transpose-of-dot sites ------------------------------------------------------------------
 
 _PASS_THROUGH = {"bitcast", "copy", "reshape", "convert", "all-reduce", "get-tuple-element"}
 """Ops that stand between a dot and its transpose without making a new value."""
@@ -403,9 +390,6 @@ def outputs_reached(hlo_text: str, names: list[str]) -> dict[str, int | None]:
     return {name: outputs[0] if outputs else None for name, outputs in reached.items()}
 
 
-# Relayouts on a gradient's way out --------------------------------------------------------
-
-
 _CALLS = re.compile(r"(?:calls|to_apply)=%?([\w.\-]+)")
 
 
@@ -448,8 +432,6 @@ def kernel_relayouts(
             pending += [o for o in inst.operands if _elements(by_name.get(o)) in kernel_elements]
     return found
 
-
-# Pass order --------------------------------------------------------------------------------
 
 _DUMP_NAME = re.compile(r"^module_\d+\.[^.]+\.(?P<index>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<after>[^.]+)\.before_(?P<before>[^.]+)\.txt$")  # fmt: skip
 
