@@ -33,13 +33,7 @@ METADATA_KEY = "shard-perf-docs"
 
 @dataclasses.dataclass(frozen=True)
 class DataFigure:
-    """A matplotlib figure and the numbers it draws; IPython displays it as a PNG.
-
-    >>> from PIL import Image
-    >>> png = DataFigure(Figure(figsize=(WIDTH_IN, 1)), {"ratio": 1.0}).png()
-    >>> json.loads(Image.open(io.BytesIO(png)).text[METADATA_KEY])["data"]
-    {'ratio': 1.0}
-    """
+    """A matplotlib figure and the numbers it draws; IPython displays it as a PNG."""
 
     figure: Figure = dataclasses.field(repr=False)
     data: Any
@@ -64,12 +58,8 @@ class DataFigure:
 
 def smallest_font_pt(figure: Figure) -> float:
     """The smallest font size, in points, of any visible non-empty text in ``figure``."""
-    sizes = [
-        text.get_fontsize()
-        for text in figure.findobj(Text)
-        if text.get_visible() and text.get_text().strip()
-    ]
-    return min(sizes, default=MIN_FONT_PT)
+    texts = [t for t in figure.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    return min((text.get_fontsize() for text in texts), default=MIN_FONT_PT)
 
 
 def _figure(height_in: float) -> Figure:
@@ -159,21 +149,6 @@ doc (section 4.5) the partitioner's names. Not measured here; the TPU compiler i
 GPU_PASS_ORDER = {"algsimp": "in spmd-simplify", "shardy-xla, then\nspmd-partitioning": ""}
 """XLA:GPU's order as ``xla/service/gpu/gpu_spmd_pipeline.cc`` builds it: read from the source."""
 
-_PASS_COLORS = {"algsimp": "#2ca02c", "partitioner": "#d62728"}
-
-
-def _pass_row(ax, y: float, title: str, passes: dict[str, str], note: str) -> None:
-    """One backend's first two passes as boxes in execution order, each named as that backend names it."""
-    ax.text(0.0, y + 0.62, title, fontsize=11, weight="bold", va="bottom")
-    for x, (name, where) in zip((0.0, 0.55), passes.items(), strict=True):
-        kind = "algsimp" if name == "algsimp" else "partitioner"
-        ax.text(
-            x, y, f"{name}\n{where}".strip(), fontsize=10, va="center", ha="left",
-            bbox={"boxstyle": "round", "facecolor": _PASS_COLORS[kind], "alpha": 0.25},
-        )  # fmt: skip
-    ax.annotate("", xy=(0.53, y), xytext=(0.45, y), arrowprops={"arrowstyle": "->"})
-    ax.text(0.0, y - 0.5, note, fontsize=10, color="0.25", va="center")
-
 
 def pass_window_figure(cpu_window: dict) -> DataFigure:
     """Which runs first, the simplifier or the partitioner: CPU measured, TPU quoted, GPU from source.
@@ -198,7 +173,15 @@ def pass_window_figure(cpu_window: dict) -> DataFigure:
     ax.set(xlim=(0, 1), ylim=(0.2, 6.0))
     ax.axis("off")
     for y, (title, passes, note) in zip((5.0, 3.0, 1.0), rows, strict=True):
-        _pass_row(ax, y, title, passes, note)
+        ax.text(0.0, y + 0.62, title, fontsize=11, weight="bold", va="bottom")
+        for x, (name, where) in zip((0.0, 0.55), passes.items(), strict=True):  # in run order
+            color = "#2ca02c" if name == "algsimp" else "#d62728"  # the simplifier, a partitioner
+            ax.text(
+                x, y, f"{name}\n{where}".strip(), fontsize=10, va="center", ha="left",
+                bbox={"boxstyle": "round", "facecolor": color, "alpha": 0.25},
+            )  # fmt: skip
+        ax.annotate("", xy=(0.53, y), xytext=(0.45, y), arrowprops={"arrowstyle": "->"})
+        ax.text(0.0, y - 0.5, note, fontsize=10, color="0.25", va="center")
     data = {"cpu": cpu_window, "tpu_quoted": TPU_PASS_WINDOW, "gpu_from_source": GPU_PASS_ORDER}
     return DataFigure(figure, data)
 
