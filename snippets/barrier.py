@@ -74,8 +74,7 @@ def _line_diff(before: str, after: str) -> list[str]:
 
 def pin_diff(config: StepConfig) -> dict:
     """Lower with and without the logits out_sharding pin and diff the HLO before optimisation."""
-    pinned = lower_step(config.replace(pin_logits=True)).hlo
-    unpinned = lower_step(config.replace(pin_logits=False)).hlo
+    pinned, unpinned = (lower_step(config.replace(pin_logits=pin)).hlo for pin in (True, False))
     calls = hlo.sharding_call_count(pinned), hlo.sharding_call_count(unpinned)
     return {
         "lines": _line_diff(pinned, unpinned),
@@ -179,17 +178,13 @@ def relayout_summary(settings: dict[str, StepConfig]) -> tuple[list[dict], list[
 
 
 def short_path(location: str) -> str:
-    """``location`` (``file:line``) as its module's path (``pkg/mod.py:12``), else relative to
-    the ``sys.path`` entry that holds it, else its file name."""
+    """``location`` (``file:line``) as its module's path (``pkg/mod.py:12``), else its file name."""
     path, _, line = location.rpartition(":")
     for name, module in list(sys.modules.items()):
         if name != "__main__" and getattr(module, "__file__", None) == path:
             tail = "/__init__.py" if path.endswith("__init__.py") else ".py"
             return f"{name.replace('.', '/')}{tail}:{line}"
-    roots = [os.path.abspath(root) for root in sys.path if root and os.path.isdir(root)]
-    holding = [root for root in roots if path.startswith(root + os.sep)]
-    short = os.path.relpath(path, max(holding, key=len)) if holding else os.path.basename(path)
-    return f"{short}:{line}"
+    return f"{os.path.basename(path)}:{line}"
 
 
 def find_barriers(lowered: jax.stages.Lowered) -> list[hlo.TransposeSite]:

@@ -122,10 +122,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     with reported(args.debug):
         setup_devices(1)
         rows = causal_control(StepConfig())
-    columns = ("mode", "variant", "gradient_in_kernel_order", "gradient_transposes", "ending")
-    print(
-        json.dumps(rows, indent=2) if args.json else markdown_table(rows, {c: c for c in columns})
-    )
+    print(json.dumps(rows, indent=2) if args.json else markdown_table(rows))
 
 
 if __name__ == "__main__":

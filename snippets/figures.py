@@ -1,8 +1,5 @@
-"""Figures the guides glue (myst-nb) in the cell that computed their numbers, never a stale file.
-
-Each is a :class:`DataFigure` whose PNG carries the numbers it draws (:data:`METADATA_KEY`),
-so tests can check a figure against the table beside it.
-"""
+"""Figures the guides glue (myst-nb) in the cell that computed their numbers, never a stale file;
+each :class:`DataFigure`'s PNG carries those numbers (:data:`METADATA_KEY`) for the tests."""
 
 from __future__ import annotations
 

@@ -137,8 +137,6 @@ def _has_dims(inst: Instruction, dims: tuple[int, ...] | None) -> bool:
 def group_size(attributes: str) -> int:
     """The ranks in each replica group: ``{{0,1},{2,3}}``, iota ``[2,2]<=[4]`` or ``mesh[...] {'x'}``.
 
-    >>> group_size("replica_groups=[2,2]<=[4], dimensions={0}")
-    2
     >>> group_size("replica_groups=mesh['a'=2,'b'=2], device_ids=([2,2]T(1,0)) {'a','b'}, x=1")
     4
     """
@@ -291,12 +289,8 @@ def transpose_of_dot_sites(
         if origin is None or origin.opcode != "dot":
             continue
         between = tuple("Sharding" if is_sharding_call(op) else op.opcode for op in chain)
-        kind = (
-            "barrier" if "Sharding" in between
-            else "all-reduce" if "all-reduce" in between
-            else "foldable" if not between
-            else "other"
-        )  # fmt: skip
+        kinds = {"Sharding": "barrier", "all-reduce": "all-reduce"}  # in this order
+        kind = next((kinds[k] for k in kinds if k in between), "other" if between else "foldable")
         op_name = re.search(r'op_name="([^"]*)"', origin.attributes)
         frame = re.search(r"stack_frame_id=(\d+)", origin.attributes)
         where = (op_name and op_name[1], frame and frames.get(int(frame[1])))
