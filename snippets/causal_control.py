@@ -1,8 +1,7 @@
 """The causal control: a ``Sharding`` call left in the module stops XLA's transpose-of-dot fold.
 
-On one device XLA:CPU's ``sharding-remover`` pass deletes the calls before the simplifier;
-the control compiles with it off, and codegen then fails on the calls (CPU only).
-``python -m snippets.causal_control [--json]`` prints it for every (mode x variant).
+On one device XLA:CPU's ``sharding-remover`` deletes the calls before the simplifier; the control
+turns it off, so codegen fails on them (CPU only). ``python -m snippets.causal_control [--json]``
 """
 
 from __future__ import annotations
@@ -87,8 +86,7 @@ def control(config: StepConfig, remover: bool = False) -> dict:
     dumps, error = compile_with_dumps(lowered, remover)
     ending = check_ending(f"{config.mode}/{config.variant}", calls, error, remover)
     final = one_dump(dumps, "after_optimizations.txt")
-    emb, vocab = config.kernel_dims
-    stored = (vocab, emb) if config.variant == "VE" else (emb, vocab)
+    stored = config.kernel_dims[::-1] if config.variant == "VE" else config.kernel_dims
     transposes = [r for r in hlo.relayouts(final, stored) if r.opcode == "transpose"]
     first_module = hlo.pass_order(dumps)["module_before_first_algsimp"]
     return {

@@ -91,10 +91,7 @@ def exchange_figure(report: dict) -> DataFigure:
     if report["ranks"] != 2:
         raise ValueError(f"The exchange figure draws two ranks; this report has {report['ranks']}.")
     partials, shards = report["partials"], report["shards"]
-    sums = [
-        {"terms": [partial[rank] for partial in partials], "total": shards[rank][0]}
-        for rank in range(2)
-    ]
+    sums = [{"terms": [p[rank] for p in partials], "total": shards[rank][0]} for rank in range(2)]
     sent = {
         "reduce_scatter": report["bytes_per_rank"]["reduce_scatter"],
         "all_reduce": report["hlo_bytes_per_rank"]["all_reduce"],
@@ -194,9 +191,8 @@ def ratio_figure(rows: Sequence[dict]) -> DataFigure:
     for y, row in zip(positions, rows, strict=True):
         median, verdict = row["ratio_to_auto_EV"], row["verdict"]
         whisker = [[median - row["ratio_min"]], [row["ratio_max"] - median]]
-        faded = verdict == "no measurable difference from 1"
-        color = colors[row["mode"]]
-        ax.barh(y, median, xerr=whisker, capsize=3, color=color, alpha=0.35 if faded else 1.0)
+        alpha = 0.35 if verdict == "no measurable difference from 1" else 1.0
+        ax.barh(y, median, xerr=whisker, capsize=3, color=colors[row["mode"]], alpha=alpha)
         reference = (row["mode"], row["variant"]) == ("auto", "EV")
         short = {"below": "faster", "above": "slower"}.get(verdict.split()[0], "no difference")
         label = "reference" if reference else f"{median:.2f}: {short}"
