@@ -1,19 +1,14 @@
 """The HLO barrier, measured: every (shard mode x head variant) lowered and read.
 
-``python -m snippets.barrier [--json] [--devices N] [--emb E] [--vocab V] [--mesh dp|dp_fsdp]
-[--optimizer none|adam]`` prints, for each run, the ``Sharding`` calls, the weight-gradient
-transpose-of-dot sites, the transposes and copies left after compilation and the
-collectives; then the out_sharding pin check, the single-device control, this
-backend's pass order, the causal control (``snippets.causal_control``) and
-``lowered_for``: the HLO the explicit EV step hands to XLA:TPU and XLA:GPU, lowered
-here without that hardware. CPU only: the causal control expects XLA:CPU's error text.
+``python -m snippets.barrier [--json] [--optimizer none|adam] [step options]`` prints each run's
+``Sharding`` calls, fold sites, relayouts and collectives, then the pin check, the controls,
+the pass order and the HLO lowered for TPU and GPU. CPU only (the causal control).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -34,7 +29,7 @@ from snippets.lowering import (
     lower_step,
     step_config,
 )
-from snippets.tables import markdown_table
+from snippets.tables import print_report
 
 
 def run_report(lowered: LoweredStep) -> dict:
@@ -57,12 +52,8 @@ def run_report(lowered: LoweredStep) -> dict:
 
 
 def gradient_relayouts(lowered: LoweredStep) -> dict:
-    """The compiled step's relayouts of the head kernel's gradient, found by data flow.
-
-    Counted from the weight-gradient dot to the step's outputs for the kernel (its
-    gradient, or with an optimizer its new value and moments); a fusion that
-    contains a transpose or copy counts once.
-    """
+    """The compiled step's relayouts of the head kernel's gradient, from the weight-gradient dot to
+    the kernel's outputs (gradient, or new value and moments); a fusion counts once."""
     emb, vocab = lowered.config.kernel_dims
     sizes = {emb * vocab // n for n in range(1, lowered.config.devices + 1)}
     found = hlo.kernel_relayouts(lowered.compiled, lowered.kernel_outputs, sizes)
@@ -83,8 +74,7 @@ def _line_diff(before: str, after: str) -> list[str]:
 
 def pin_diff(config: StepConfig) -> dict:
     """Lower with and without the logits out_sharding pin and diff the HLO before optimisation."""
-    pinned = lower_step(config.replace(pin_logits=True)).hlo
-    unpinned = lower_step(config.replace(pin_logits=False)).hlo
+    pinned, unpinned = (lower_step(config.replace(pin_logits=pin)).hlo for pin in (True, False))
     calls = hlo.sharding_call_count(pinned), hlo.sharding_call_count(unpinned)
     return {
         "lines": _line_diff(pinned, unpinned),
@@ -95,12 +85,8 @@ def pin_diff(config: StepConfig) -> dict:
 
 
 def lowered_for(config: StepConfig, platforms: Sequence[str] = ("tpu", "cuda")) -> dict:
-    """The HLO before optimisation that each platform's XLA receives for ``config``'s step.
-
-    ``jitted.trace(*args).lower(lowering_platforms=(platform,))`` lowers for a backend
-    this machine does not have; each platform's text is compared with the CPU's. It
-    shows what enters that backend's compiler, nothing about the passes it then runs.
-    """
+    """The HLO before optimisation each platform's XLA receives for ``config``'s step, against the
+    CPU's: ``trace(*args).lower(lowering_platforms=...)`` needs no such hardware."""
     step = build_step(config)
     with jax.set_mesh(step.mesh):
         traced = step.function.trace(*step.args)
@@ -172,11 +158,8 @@ def barrier_report(base: StepConfig) -> dict:
 
 
 def relayout_summary(settings: dict[str, StepConfig]) -> tuple[list[dict], list[dict]]:
-    """The weight gradient's relayouts for every (mode x variant) under each named setting.
-
-    Returns one row per group of runs whose counts agree in every setting (the rows that
-    differ, for a short table), and every run with its counts and relayout ops (the details).
-    """
+    """The weight gradient's relayouts for every (mode x variant) under each named setting: a row
+    per group of runs whose counts agree in every setting, and every run with its ops."""
     details: dict[str, dict] = {}
     for name, base in settings.items():
         for config in every_mode_and_variant(base):
@@ -195,27 +178,20 @@ def relayout_summary(settings: dict[str, StepConfig]) -> tuple[list[dict], list[
 
 
 def short_path(location: str) -> str:
-    """``location`` (``file:line``) as its module's path (``pkg/mod.py:12``), else relative to
-    the ``sys.path`` entry that holds it, else its file name."""
+    """``location`` (``file:line``) as its module's path (``pkg/mod.py:12``), else its file name."""
     path, _, line = location.rpartition(":")
     for name, module in list(sys.modules.items()):
         if name != "__main__" and getattr(module, "__file__", None) == path:
             tail = "/__init__.py" if path.endswith("__init__.py") else ".py"
             return f"{name.replace('.', '/')}{tail}:{line}"
-    roots = [os.path.abspath(root) for root in sys.path if root and os.path.isdir(root)]
-    holding = [root for root in roots if path.startswith(root + os.sep)]
-    short = os.path.relpath(path, max(holding, key=len)) if holding else os.path.basename(path)
-    return f"{short}:{line}"
+    return f"{os.path.basename(path)}:{line}"
 
 
 def find_barriers(lowered: jax.stages.Lowered) -> list[hlo.TransposeSite]:
-    """Every transpose-of-dot site in ``lowered``'s HLO before optimisation, with what stands between.
+    """Every transpose-of-dot site in any ``jax.jit(...).lower(...)``'s HLO, with what stands between.
 
-    XLA's algebraic simplifier folds ``transpose(dot(a, b))`` into ``dot(b, a)`` only
-    when nothing stands between; a site whose ``between`` lists a ``Sharding`` call is
-    a fold that explicit mode blocks. Works on any ``jax.jit(...).lower(...)``. Each site's
-    ``output`` is its path in the outputs (``"result"`` for a single one), and its ``source``
-    is relative to its package.
+    A ``Sharding`` call between is a fold explicit mode blocks. ``output`` is the site's path in
+    the outputs (``"result"`` for a single one); ``source`` is relative to its package.
     """
     text = lowered.as_text(dialect="hlo", debug_info=True)
     leaves = jax.tree_util.tree_flatten_with_path(lowered.out_info)[0]
@@ -236,10 +212,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_step_arguments(parser)
     parser.add_argument(
-        "--optimizer",
-        choices=OPTIMIZERS,
-        default="none",
-        help="also apply an AdamW update in the step, and count the relayouts it adds",
+        "--optimizer", choices=OPTIMIZERS, default="none", help="add AdamW; count its relayouts"
     )
     args = parser.parse_args(argv)
     with reported(args.debug):
@@ -247,19 +220,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         setup_devices(base.devices)
         report = barrier_report(base)
         report["causal_control"] = causal_control(base.replace(optimizer="none"))
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return
-    print(f"{report['backend']}, {report['devices']} devices, {report['mesh']}, {report['sizes']}")
-    counts = ("mode", "variant", "sharding_calls", "barrier_sites", "gradient_relayouts")
-    print(markdown_table(report["runs"], {key: key for key in counts}))
-    print(f"Sharding calls from the out_sharding pin: {report['pin']['sharding_calls_from_pin']}")
-    print(f"folded on one device: {report['single_device_folded']}")
-    for platform, lowered in report["lowered_for"].items():
-        print(f"lowered for {platform}, identical to the CPU's: {lowered['identical_to_cpu']}")
-    for row in report["causal_control"]:
-        print(f"causal control, {row['mode']}/{row['variant']}: {row['ending']}")
-    print(f"pass order: {report['pass_order']}")
+    print_report(report, args.json)
 
 
 if __name__ == "__main__":

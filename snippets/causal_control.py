@@ -1,15 +1,7 @@
 """The causal control: a ``Sharding`` call left in the module stops XLA's transpose-of-dot fold.
 
-On one device XLA:CPU's ``sharding-remover`` pass deletes the calls before the
-algebraic simplifier runs (``xla/service/cpu/cpu_compiler.cc``). The control compiles
-the one-device explicit module with that pass on (the default) and off. No pass is
-reordered: with the remover off the simplifier meets the calls on an unpartitioned
-module, as TPU's and GPU's simplifier does before their partitioner. Code generation
-then fails on the leftover calls, after XLA has dumped every pass. CPU only: any other
-ending raises :class:`XlaChangedError`.
-
-``python -m snippets.causal_control [--json]`` prints the control (remover off)
-for every (shard mode x head variant).
+On one device XLA:CPU's ``sharding-remover`` deletes the calls before the simplifier; the control
+turns it off, so codegen fails on them (CPU only). ``python -m snippets.causal_control [--json]``
 """
 
 from __future__ import annotations
@@ -75,11 +67,8 @@ def one_dump(dumps: dict[str, str], suffix: str) -> str:
 
 
 def _last_site_chain(dumps: dict[str, str], dims: tuple[int, int]) -> dict | None:
-    """The dot -> ... -> transpose chain in the last per-pass dump that still has one.
-
-    Fusion later wraps the transpose, so the chain is read from the last module before
-    that, with the pass that module went to next; ``None`` when no dump has one.
-    """
+    """The dot -> ... -> transpose chain in the last per-pass dump with one (before fusion wraps
+    the transpose), with its pipeline and next pass; ``None`` when no dump has one."""
     per_pass = sorted((parsed, name) for name in dumps if (parsed := hlo.parse_dump_name(name)))
     for (_, pipeline, _, before), name in reversed(per_pass):
         if sites := hlo.transpose_of_dot_sites(dumps[name], dims):
@@ -90,16 +79,14 @@ def _last_site_chain(dumps: dict[str, str], dims: tuple[int, int]) -> dict | Non
 def control(config: StepConfig, remover: bool = False) -> dict:
     """The control for one (mode, variant): is the weight gradient written in the kernel's order?
 
-    ``remover=False`` (the control) disables sharding-remover; ``True`` compiles as XLA:CPU
-    does by default, the other half of the pair.
+    ``remover=False`` (the control) disables sharding-remover; ``True`` is XLA:CPU's default.
     """
     lowered = build_step(config.replace(devices=1, mesh="dp")).lower()
     calls = hlo.sharding_call_count(lowered.compiler_ir("hlo").as_hlo_text())
     dumps, error = compile_with_dumps(lowered, remover)
     ending = check_ending(f"{config.mode}/{config.variant}", calls, error, remover)
     final = one_dump(dumps, "after_optimizations.txt")
-    emb, vocab = config.kernel_dims
-    stored = (vocab, emb) if config.variant == "VE" else (emb, vocab)
+    stored = config.kernel_dims[::-1] if config.variant == "VE" else config.kernel_dims
     transposes = [r for r in hlo.relayouts(final, stored) if r.opcode == "transpose"]
     first_module = hlo.pass_order(dumps)["module_before_first_algsimp"]
     return {
@@ -133,11 +120,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     with reported(args.debug):
         setup_devices(1)
         rows = causal_control(StepConfig())
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return
-    columns = ("mode", "variant", "gradient_in_kernel_order", "gradient_transposes", "ending")
-    print(markdown_table(rows, dict(zip(columns, columns, strict=True))))
+    print(json.dumps(rows, indent=2) if args.json else markdown_table(rows))
 
 
 if __name__ == "__main__":

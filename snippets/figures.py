@@ -1,13 +1,5 @@
-"""Figures the guides draw from executed results, glued into the page by myst-nb.
-
-Each function returns a :class:`DataFigure`: a matplotlib figure and the numbers it
-draws. A guide glues it (``glue("name", figure)``) in the cell that computed those
-numbers, so the figure lives in that cell's outputs, from the same execution as the
-table beside it; a figure file read by a later build can go stale, and one did. The
-PNG carries its numbers, resolution and smallest font size in a text chunk
-(:data:`METADATA_KEY`; Pillow's ``Image.open(...).text`` reads it), so tests can check
-a figure against its table and the rendered text size.
-"""
+"""Figures the guides glue (myst-nb) in the cell that computed their numbers, never a stale file;
+each :class:`DataFigure`'s PNG carries those numbers (:data:`METADATA_KEY`) for the tests."""
 
 from __future__ import annotations
 
@@ -30,8 +22,7 @@ WIDTH_IN = 4.6
 """Figure width in inches: narrow enough that 10 pt text stays readable on a phone."""
 
 MIN_FONT_PT = 10.0
-"""The smallest font size a figure may use. At :data:`WIDTH_IN` inches shown on a 390 px
-wide screen (about 340 px of content), 10 pt is about 10 CSS px."""
+"""The smallest font size a figure may use: about 10 CSS px on a 390 px wide phone screen."""
 
 METADATA_KEY = "shard-perf-docs"
 """The PNG text chunk holding a figure's numbers, resolution and smallest font size."""
@@ -39,13 +30,7 @@ METADATA_KEY = "shard-perf-docs"
 
 @dataclasses.dataclass(frozen=True)
 class DataFigure:
-    """A matplotlib figure and the numbers it draws; IPython displays it as a PNG.
-
-    >>> from PIL import Image
-    >>> png = DataFigure(Figure(figsize=(WIDTH_IN, 1)), {"ratio": 1.0}).png()
-    >>> json.loads(Image.open(io.BytesIO(png)).text[METADATA_KEY])["data"]
-    {'ratio': 1.0}
-    """
+    """A matplotlib figure and the numbers it draws; IPython displays it as a PNG."""
 
     figure: Figure = dataclasses.field(repr=False)
     data: Any
@@ -70,18 +55,12 @@ class DataFigure:
 
 def smallest_font_pt(figure: Figure) -> float:
     """The smallest font size, in points, of any visible non-empty text in ``figure``."""
-    sizes = [
-        text.get_fontsize()
-        for text in figure.findobj(Text)
-        if text.get_visible() and text.get_text().strip()
-    ]
-    return min(sizes, default=MIN_FONT_PT)
+    texts = [t for t in figure.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    return min((text.get_fontsize() for text in texts), default=MIN_FONT_PT)
 
 
 def _figure(height_in: float) -> Figure:
-    figure = Figure(figsize=(WIDTH_IN, height_in), dpi=DPI, layout="constrained")
-    figure.set_facecolor("white")
-    return figure
+    return Figure(figsize=(WIDTH_IN, height_in), dpi=DPI, layout="constrained", facecolor="white")
 
 
 def _matrix_text(rows: Sequence[Sequence[float]]) -> str:
@@ -107,19 +86,12 @@ EXCHANGE_COLUMNS = (2.4, 7.6)
 
 
 def exchange_figure(report: dict) -> DataFigure:
-    """The two-rank finish of ``reduce_scatter.walkthrough()``: reduce-scatter, then all-reduce.
-
-    The reduce-scatter panel shows each payload on its way to the row's owner and
-    the addition the owner does; the all-reduce panel shows what the alternative
-    leaves on each rank and what it sends.
-    """
+    """The two-rank finish of ``reduce_scatter.walkthrough()``: each payload on its way to its
+    row's owner and the owner's sum, then what an all-reduce would leave and send instead."""
     if report["ranks"] != 2:
         raise ValueError(f"The exchange figure draws two ranks; this report has {report['ranks']}.")
     partials, shards = report["partials"], report["shards"]
-    sums = [
-        {"terms": [partial[rank] for partial in partials], "total": shards[rank][0]}
-        for rank in range(2)
-    ]
+    sums = [{"terms": [p[rank] for p in partials], "total": shards[rank][0]} for rank in range(2)]
     sent = {
         "reduce_scatter": report["bytes_per_rank"]["reduce_scatter"],
         "all_reduce": report["hlo_bytes_per_rank"]["all_reduce"],
@@ -171,27 +143,11 @@ doc (section 4.5) the partitioner's names. Not measured here; the TPU compiler i
 GPU_PASS_ORDER = {"algsimp": "in spmd-simplify", "shardy-xla, then\nspmd-partitioning": ""}
 """XLA:GPU's order as ``xla/service/gpu/gpu_spmd_pipeline.cc`` builds it: read from the source."""
 
-_PASS_COLORS = {"algsimp": "#2ca02c", "partitioner": "#d62728"}
-
-
-def _pass_row(ax, y: float, title: str, passes: dict[str, str], note: str) -> None:
-    """One backend's first two passes as boxes in execution order, each named as that backend names it."""
-    ax.text(0.0, y + 0.62, title, fontsize=11, weight="bold", va="bottom")
-    for x, (name, where) in zip((0.0, 0.55), passes.items(), strict=True):
-        kind = "algsimp" if name == "algsimp" else "partitioner"
-        ax.text(
-            x, y, f"{name}\n{where}".strip(), fontsize=10, va="center", ha="left",
-            bbox={"boxstyle": "round", "facecolor": _PASS_COLORS[kind], "alpha": 0.25},
-        )  # fmt: skip
-    ax.annotate("", xy=(0.53, y), xytext=(0.45, y), arrowprops={"arrowstyle": "->"})
-    ax.text(0.0, y - 0.5, note, fontsize=10, color="0.25", va="center")
-
 
 def pass_window_figure(cpu_window: dict) -> DataFigure:
     """Which runs first, the simplifier or the partitioner: CPU measured, TPU quoted, GPU from source.
 
-    Each row names its passes as that backend does and places them by order only: the
-    CPU's dump indices and the TPU's pass numbers are different units, so no axis is shared.
+    Order only: the CPU's dump indices and the TPU's pass numbers are different units.
     """
     cpu = {
         cpu_window["partitioner_pass"]: f"dump {cpu_window['first_spmd_partitioner']}",
@@ -211,57 +167,45 @@ def pass_window_figure(cpu_window: dict) -> DataFigure:
     ax.set(xlim=(0, 1), ylim=(0.2, 6.0))
     ax.axis("off")
     for y, (title, passes, note) in zip((5.0, 3.0, 1.0), rows, strict=True):
-        _pass_row(ax, y, title, passes, note)
+        ax.text(0.0, y + 0.62, title, fontsize=11, weight="bold", va="bottom")
+        for x, (name, where) in zip((0.0, 0.55), passes.items(), strict=True):  # in run order
+            color = "#2ca02c" if name == "algsimp" else "#d62728"  # the simplifier, a partitioner
+            ax.text(
+                x, y, f"{name}\n{where}".strip(), fontsize=10, va="center", ha="left",
+                bbox={"boxstyle": "round", "facecolor": color, "alpha": 0.25},
+            )  # fmt: skip
+        ax.annotate("", xy=(0.53, y), xytext=(0.45, y), arrowprops={"arrowstyle": "->"})
+        ax.text(0.0, y - 0.5, note, fontsize=10, color="0.25", va="center")
     data = {"cpu": cpu_window, "tpu_quoted": TPU_PASS_WINDOW, "gpu_from_source": GPU_PASS_ORDER}
     return DataFigure(figure, data)
 
 
-_SHORT_VERDICT = {
-    "no measurable difference from 1": "no difference",
-    "below 1": "faster",
-    "above 1": "slower",
-}
-
-
 def ratio_figure(rows: Sequence[dict]) -> DataFigure:
-    """Step-time ratios to auto/EV, median with min-max whiskers, each bar labelled with its verdict.
-
-    ``rows`` are :func:`snippets.bench.bench`'s, each with its ``verdict``. A bar whose range
-    straddles 1.0 is drawn faded and says "no difference", so the eye does not read its
-    median as a speed-up or a slowdown.
-    """
+    """:func:`snippets.bench.bench`'s step-time ratios to auto/EV: medians, min-max whiskers and
+    verdicts in a column right of the axes; a range straddling 1.0 is faded ("no difference")."""
     figure = _figure(1.4 + 0.4 * len(rows))
     ax = figure.add_subplot()
     colors = {"explicit": "#1f77b4", "auto": "#ff7f0e"}
-    medians = [r["ratio_to_auto_EV"] for r in rows]
-    verdicts = [r["verdict"] for r in rows]
-    errors = [
-        [m - r["ratio_min"] for m, r in zip(medians, rows, strict=True)],
-        [r["ratio_max"] - m for m, r in zip(medians, rows, strict=True)],
-    ]
-    positions = range(len(rows))[::-1]  # first row on top, as in the table
-    bars = ax.barh(
-        positions, medians, xerr=errors, capsize=3, color=[colors[r["mode"]] for r in rows]
-    )
-    for bar, verdict in zip(bars, verdicts, strict=True):
-        bar.set_alpha(0.35 if verdict == "no measurable difference from 1" else 1.0)
-    ax.set_yticks(list(positions), [r["variant"] for r in rows], fontsize=11)
     labels = ax.get_yaxis_transform()  # x in axes fraction, y in data
-    for y, median, verdict in zip(positions, medians, verdicts, strict=True):
-        label = f"{median:.2f}: {_SHORT_VERDICT[verdict]}"
-        ax.text(0.99, y, label, transform=labels, ha="right", va="center", fontsize=10)
+    positions = range(len(rows))[::-1]  # first row on top, as in the table
+    for y, row in zip(positions, rows, strict=True):
+        median, verdict = row["ratio_to_auto_EV"], row["verdict"]
+        whisker = [[median - row["ratio_min"]], [row["ratio_max"] - median]]
+        alpha = 0.35 if verdict == "no measurable difference from 1" else 1.0
+        ax.barh(y, median, xerr=whisker, capsize=3, color=colors[row["mode"]], alpha=alpha)
+        reference = (row["mode"], row["variant"]) == ("auto", "EV")
+        short = {"below": "faster", "above": "slower"}.get(verdict.split()[0], "no difference")
+        label = "reference" if reference else f"{median:.2f}: {short}"
+        ax.text(1.03, y, label, transform=labels, va="center", fontsize=10)
+    ax.set_yticks(list(positions), [r["variant"] for r in rows], fontsize=11)
     ax.axvline(1.0, color="0.3", linewidth=0.8, linestyle="--")
-    ax.set_xlim(0, max(r["ratio_max"] for r in rows) * 1.8)  # the labels' column on the right
+    ax.set_xlim(0, max(r["ratio_max"] for r in rows) * 1.05)
     ax.set_xlabel("step time / auto EV step time (CPU)", fontsize=11)
     ax.tick_params(axis="x", labelsize=11)
     handles = [Patch(color=color, label=f"{mode} mode") for mode, color in colors.items()]
     figure.legend(handles=handles, fontsize=11, loc="outside upper center", ncols=2, frameon=False)
-    keys = ("mode", "variant", "ratio_to_auto_EV", "ratio_min", "ratio_max")
-    drawn = [
-        {**{key: row[key] for key in keys}, "verdict": v}
-        for row, v in zip(rows, verdicts, strict=True)
-    ]
-    return DataFigure(figure, drawn)
+    keys = ("mode", "variant", "ratio_to_auto_EV", "ratio_min", "ratio_max", "verdict")
+    return DataFigure(figure, [{key: row[key] for key in keys} for row in rows])
 
 
 SOURCE_TPU_RESULTS = [
@@ -272,22 +216,20 @@ SOURCE_TPU_RESULTS = [
 MaxText pull request that added ``lm_head_kernel_transposed``. Not measured here."""
 
 
-def penalty_percent(row: dict, variant: str) -> float:
-    """How much slower than auto a variant of a quoted row is, in percent.
-
-    >>> round(penalty_percent(SOURCE_TPU_RESULTS[0], "explicit [E,V]"), 2)
-    9.34
-    """
-    return 100 * (row[variant] / row["auto"] - 1)
-
-
 def source_tpu_figure(rows: Sequence[dict] = SOURCE_TPU_RESULTS) -> DataFigure:
     """The source PR's TPU penalties, explicit over auto, before and after its fix: quoted, not ours."""
     variants = {"explicit [E,V]": "#1f77b4", "explicit [V,E]": "#2ca02c"}
+    data = [
+        {
+            "config": row["config"],
+            **{v: round(100 * (row[v] / row["auto"] - 1), 2) for v in variants},
+        }
+        for row in rows
+    ]
     figure = _figure(2.9)
     ax = figure.add_subplot()
     for offset, (variant, color) in zip((0.2, -0.2), variants.items(), strict=True):
-        values = [penalty_percent(row, variant) for row in rows]
+        values = [penalty[variant] for penalty in data]
         positions = [len(rows) - 1 - i + offset for i in range(len(rows))]
         ax.barh(positions, values, height=0.38, color=color, label=variant)
         for y, value in zip(positions, values, strict=True):
@@ -299,10 +241,6 @@ def source_tpu_figure(rows: Sequence[dict] = SOURCE_TPU_RESULTS) -> DataFigure:
     ax.tick_params(axis="x", labelsize=10)
     ax.set_title("Quoted from the MaxText PR, not measured here", fontsize=10, loc="left")
     figure.legend(fontsize=10, loc="outside upper center", ncols=2, frameon=False)
-    data = [
-        {"config": row["config"], **{v: round(penalty_percent(row, v), 2) for v in variants}}
-        for row in rows
-    ]
     return DataFigure(figure, data)
 
 

@@ -1,9 +1,5 @@
-"""Small readers of HLO text: instructions, shapes and the collectives a module runs.
-
-They work on the text of ``lowered.compiler_ir("hlo").as_hlo_text()`` (before
-optimisation) and ``compiled.as_text()`` (after), so every count a guide shows
-is read from the program itself.
-"""
+"""Small readers of HLO text (before optimisation, or ``compiled.as_text()`` after), so every
+count a guide shows is read from the program itself. Imported by the guides; no command line."""
 
 from __future__ import annotations
 
@@ -31,8 +27,7 @@ _COMPUTATION = re.compile(r"^\s*(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(?:\(
 
 @dataclasses.dataclass(frozen=True)
 class Instruction:
-    """One HLO instruction: name, result shape text, opcode, operand names, attributes, and
-    whether it is its computation's ROOT."""
+    """One HLO instruction: name, result shape, opcode, operand names, attributes, ROOT or not."""
 
     name: str
     shape: str
@@ -113,11 +108,7 @@ def array_shapes(shape: str) -> list[tuple[str, tuple[int, ...]]]:
 
 
 def shape_bytes(shape: str) -> int:
-    """Bytes of all arrays in a shape.
-
-    >>> shape_bytes("f32[1,2]{1,0}")
-    8
-    """
+    """Bytes of all arrays in a shape."""
     return sum(DTYPE_BYTES[dtype] * math.prod(dims) for dtype, dims in array_shapes(shape))
 
 
@@ -144,13 +135,8 @@ def _has_dims(inst: Instruction, dims: tuple[int, ...] | None) -> bool:
 
 
 def group_size(attributes: str) -> int:
-    """The number of ranks in each replica group of a collective's attributes.
+    """The ranks in each replica group: ``{{0,1},{2,3}}``, iota ``[2,2]<=[4]`` or ``mesh[...] {'x'}``.
 
-    Reads the three spellings XLA prints: explicit lists ``{{0,1},{2,3}}``, iota
-    ``[2,2]<=[4]`` and named mesh axes ``mesh['x'=4,'y'=2] {'x'}``.
-
-    >>> group_size("replica_groups=[2,2]<=[4], dimensions={0}")
-    2
     >>> group_size("replica_groups=mesh['a'=2,'b'=2], device_ids=([2,2]T(1,0)) {'a','b'}, x=1")
     4
     """
@@ -159,10 +145,8 @@ def group_size(attributes: str) -> int:
     if match := re.search(r"replica_groups=\[([\d,]+)\]<=", attributes):
         return int(match[1].split(",")[-1])
     if match := re.search(r"replica_groups=mesh\[([^\]]*)\][^{]*\{([^}]*)\}", attributes):
-        sizes = {
-            name.strip("'"): int(size) for name, size in re.findall(r"('[^']+')=(\d+)", match[1])
-        }
-        return math.prod(sizes[name.strip(" '")] for name in match[2].split(","))
+        sizes = dict(re.findall(r"'([^']+)'=(\d+)", match[1]))
+        return math.prod(int(sizes[name.strip(" '")]) for name in match[2].split(","))
     raise ValueError(f"No replica_groups this reader understands in: {attributes[:200]!r}")
 
 
@@ -190,28 +174,15 @@ def collectives(hlo_text: str) -> list[Collective]:
         if inst.opcode.endswith("-start") and kind in ("all-gather", "collective-permute"):
             shape = list(_ARRAY_SHAPE.finditer(shape))[-1][0]  # async start: (operand, result)
         ranks = 2 if kind == "collective-permute" else group_size(inst.attributes)
-        result = shape_bytes(shape)
-        found.append(Collective(kind, shape, ranks, ring_bytes_per_rank(kind, result, ranks)))
+        sent = ring_bytes_per_rank(kind, shape_bytes(shape), ranks)
+        found.append(Collective(kind, shape, ranks, sent))
     return found
 
 
 def opcode_counts(hlo_text: str, *opcodes: str) -> dict[str, int]:
-    """How many instructions of each named opcode the module has.
-
-    >>> opcode_counts("%a = f32[2] add(%x, %y)\\n%b = f32[2] add(%a, %a)", "add", "dot")
-    {'add': 2, 'dot': 0}
-    """
+    """How many instructions of each named opcode the module has."""
     found = [inst.opcode for inst in instructions(hlo_text)]
     return {opcode: found.count(opcode) for opcode in opcodes}
-
-
-def without_metadata(line: str) -> str:
-    """An HLO line without its ``metadata={...}``, for display.
-
-    >>> without_metadata('%d = f32[2] dot(%a, %b), metadata={op_name="jit(f)/dot"}')
-    '%d = f32[2] dot(%a, %b)'
-    """
-    return re.sub(r",\s*metadata=\{[^{}]*\}", "", line).strip()
 
 
 def is_sharding_call(inst: Instruction) -> bool:
@@ -244,22 +215,15 @@ def kernel_order_dots(hlo_text: str, dims: tuple[int, ...]) -> list[Instruction]
     ]
 
 
-# Transpose-of-dot sites ------------------------------------------------------------------
-
 _PASS_THROUGH = {"bitcast", "copy", "reshape", "convert", "all-reduce", "get-tuple-element"}
 """Ops that stand between a dot and its transpose without making a new value."""
 
 
 @dataclasses.dataclass(frozen=True)
 class TransposeSite:
-    """A transpose whose operand chain leads back to a dot, and what stands between them.
-
-    ``kind``: ``"foldable"`` (nothing between), ``"barrier"`` (a ``Sharding`` call),
-    ``"all-reduce"`` (the partitioner's collective) or ``"other"``. ``op_name`` and
-    ``source`` say what made the dot (JAX's name stack, ``file:line``); ``output`` is the
-    element of the entry's result the transpose's value reaches, if any (an index, or
-    from :func:`snippets.barrier.find_barriers` its path in the step's outputs).
-    """
+    """A transpose fed by a dot; ``kind`` says what stands between: ``foldable`` (nothing),
+    ``barrier`` (a ``Sharding`` call), ``all-reduce`` or ``other``. ``output``: the result element
+    (index, or path from :func:`snippets.barrier.find_barriers`) its value reaches."""
 
     transpose: str
     shape: str
@@ -290,12 +254,8 @@ class TransposeSite:
 def value_source(
     inst: Instruction, by_name: dict[str, Instruction]
 ) -> tuple[list[Instruction], Instruction | None]:
-    """The pass-through ops (``Sharding`` calls included) behind ``inst``'s operand, and what made the value.
-
-    The chain is nearest first; the producer is ``None`` when the value comes from
-    outside the instructions given. A ``get-tuple-element`` of a multi-operand op
-    (a combined all-reduce) is followed into the operand it selects.
-    """
+    """The pass-through ops behind ``inst``'s operand, nearest first, and what made the value
+    (``None``: from outside); a combined all-reduce is followed into the operand selected."""
     chain: list[Instruction] = []
     current = by_name.get(inst.operands[0]) if inst.operands else None
     while current is not None and (current.opcode in _PASS_THROUGH or is_sharding_call(current)):
@@ -317,9 +277,7 @@ def transpose_of_dot_sites(
 ) -> list[TransposeSite]:
     """Every transpose fed, through pass-through ops only, by a dot; ``dims`` keeps those of that size set.
 
-    XLA's algebraic simplifier rewrites ``transpose(dot(a, b))`` as ``dot(b, a)``
-    only when the dot is the transpose's direct operand, so anything listed in
-    ``between`` defeats the fold.
+    XLA folds ``transpose(dot(a, b))`` into ``dot(b, a)`` only if nothing stands ``between``.
     """
     by_name = {inst.name: inst for inst in instructions(hlo_text)}
     frames = source_locations(hlo_text)
@@ -331,12 +289,8 @@ def transpose_of_dot_sites(
         if origin is None or origin.opcode != "dot":
             continue
         between = tuple("Sharding" if is_sharding_call(op) else op.opcode for op in chain)
-        kind = (
-            "barrier" if "Sharding" in between
-            else "all-reduce" if "all-reduce" in between
-            else "foldable" if not between
-            else "other"
-        )  # fmt: skip
+        kinds = {"Sharding": "barrier", "all-reduce": "all-reduce"}  # in this order
+        kind = next((kinds[k] for k in kinds if k in between), "other" if between else "foldable")
         op_name = re.search(r'op_name="([^"]*)"', origin.attributes)
         frame = re.search(r"stack_frame_id=(\d+)", origin.attributes)
         where = (op_name and op_name[1], frame and frames.get(int(frame[1])))
@@ -348,11 +302,7 @@ def transpose_of_dot_sites(
 
 
 def source_locations(hlo_text: str) -> dict[int, str]:
-    """``file:line`` of each stack frame, read from the tables XLA prints above a module with metadata.
-
-    ``lowered.as_text(dialect="hlo", debug_info=True)`` writes them; an instruction's
-    ``stack_frame_id`` names its innermost frame. Text without the tables gives ``{}``.
-    """
+    """``file:line`` of each stack frame id, from the tables ``as_text(debug_info=True)`` prints."""
     tables: dict[str, dict[int, str]] = {"FileNames": {}, "FileLocations": {}, "StackFrames": {}}
     current = None
     for line in hlo_text.splitlines():
@@ -378,11 +328,8 @@ _CARRIES = _PASS_THROUGH - {"get-tuple-element"} | {"transpose", "add", "custom-
 def outputs_reached(hlo_text: str, names: list[str]) -> dict[str, int | None]:
     """For each named instruction, the element of the entry's result its value reaches, else None.
 
-    Follows the value forward through ops that pass it on whole (``_CARRIES``), into
-    a ``dynamic-update-slice`` as its update (a scan stacking per-layer gradients),
-    through ``call`` computations, ``while`` bodies and the tuples that carry it, to
-    the entry's root. A weight gradient reaches its parameter's output; an activation
-    gradient reaches none.
+    Follows the value forward through ops that pass it on whole, scan updates, calls, loops
+    and tuples: a weight gradient reaches its parameter's output, an activation gradient none.
     """
     comps, entry, _ = computations(hlo_text)
     owner = {inst.name: comp for comp, insts in comps.items() for inst in insts}
@@ -437,35 +384,21 @@ def outputs_reached(hlo_text: str, names: list[str]) -> dict[str, int | None]:
     return {name: outputs[0] if outputs else None for name, outputs in reached.items()}
 
 
-# Relayouts on a gradient's way out --------------------------------------------------------
-
-
 _CALLS = re.compile(r"(?:calls|to_apply)=%?([\w.\-]+)")
 
 
 def _called(inst: Instruction, comps: dict[str, list[Instruction]]) -> list[Instruction]:
     """The instructions of the computations ``inst`` calls (a fusion's body), nested calls included."""
-    pending, seen, found = _CALLS.findall(inst.attributes), set(), []
-    while pending:
-        name = pending.pop()
-        if name in comps and name not in seen:
-            seen.add(name)
-            found += comps[name]
-            pending += [called for i in comps[name] for called in _CALLS.findall(i.attributes)]
-    return found
+    inside = [i for name in _CALLS.findall(inst.attributes) for i in comps.get(name, [])]
+    return [deeper for i in inside for deeper in (i, *_called(i, comps))]
 
 
 def kernel_relayouts(
     hlo_text: str, outputs: tuple[int, ...], kernel_elements: set[int]
 ) -> dict[Instruction, list[Instruction]]:
-    """The entry's instructions between a weight-gradient dot and the entry's ``outputs`` that are,
-    or (a fusion) contain, transposes and copies, with those transposes and copies.
-
-    Walks back from each listed element of the entry's root tuple through every
-    operand of a size in ``kernel_elements`` (the kernel and its shards), stopping at a
-    dot (or a fusion that computes one) and at parameters. Following the data, not the
-    sizes, keeps other arrays of the same shape (an embedding table) out.
-    """
+    """The entry's instructions between a weight-gradient dot and the root's ``outputs`` that are,
+    or contain, transposes and copies, with those; walks back through operands of a size in
+    ``kernel_elements``, so a same-shaped array on another path (an embedding table) stays out."""
     comps, entry, root = computations(hlo_text)
     by_name = {inst.name: inst for inst in comps.get(entry, [])}
     if root not in by_name:
@@ -493,8 +426,6 @@ def kernel_relayouts(
             pending += [o for o in inst.operands if _elements(by_name.get(o)) in kernel_elements]
     return found
 
-
-# Pass order --------------------------------------------------------------------------------
 
 _DUMP_NAME = re.compile(r"^module_\d+\.[^.]+\.(?P<index>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<after>[^.]+)\.before_(?P<before>[^.]+)\.txt$")  # fmt: skip
 
@@ -527,13 +458,8 @@ SIMPLIFIER_PASSES = {
 
 
 def pass_order(dump_files: dict[str, str]) -> dict:
-    """Where the first algebraic simplifier and the first partitioner run, from per-pass dumps.
-
-    ``dump_files`` maps the names of ``--xla_dump_hlo_pass_re=.*`` dumps to their text. A
-    dump is written after each pass that changed the module and names its pipeline, the
-    pass before and the pass after; a pass's position is the first dump naming it (``None``:
-    none does). The two modules are what the first simplifier received and returned.
-    """
+    """Where the first algebraic simplifier and partitioner run (the first dump naming each, else
+    None), and the modules that simplifier received and returned, from per-pass dumps by name."""
     dumps = sorted(
         (parsed, text) for name, text in dump_files.items() if (parsed := parse_dump_name(name))
     )

@@ -94,7 +94,7 @@ def test_the_cli_prints_every_row(rows, monkeypatch, capsys):
     assert json.loads(capsys.readouterr().out) == list(rows.values())
     cc.main([])
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("| mode | variant | gradient_in_kernel_order |")
+    assert lines[0].startswith("| mode | variant | sharding_remover | gradient_in_kernel_order |")
     assert len(lines) == 2 + len(rows)
 
 
