@@ -20,6 +20,7 @@ extensions = [
     "myst_nb",
     "notfound.extension",
     "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",  # Google-style Args: sections, as Flax and MaxText write them
     "sphinx.ext.viewcode",
     "sphinx_copybutton",
     "sphinx_design",

@@ -51,9 +51,16 @@ class DenseGeneral(nnx.Module):
     """A dense layer over one or more input axes; the LM-head fixes are its options.
 
     Args:
+      in_features: sizes of the contracted input axes.
+      out_features: sizes of the output axes.
+      axis: the input axes to contract, one per in_feature.
       kernel_axes: logical names of the kernel axes, ``in..., out...`` in either orientation.
+      use_bias: add a bias over the output axes.
+      param_dtype: dtype of the parameters.
       kernel_transposed: store the kernel ``[out..., in...]`` (the PR's fix).
-      weight_grad_in_kernel_order: keep ``[in, out]``; write the weight gradient so, this way.
+      weight_grad_in_kernel_order: keep the kernel ``[in, out]`` and write its weight
+        gradient in that order, by ``"custom_vjp"`` or ``"auto_axes"`` (the design doc's fix).
+      rngs: the random streams that initialise the kernel.
     """
 
     def __init__(
