@@ -1,9 +1,4 @@
-"""The one place that decides which devices the guides run on.
-
-On a TPU (or another accelerator) the real chips are used. On a laptop or CI
-machine JAX is asked to simulate ``n`` CPU devices, which only works before its
-backend starts; afterwards :func:`setup_devices` says so instead of silently
-running on fewer devices.
+"""The one place that decides which devices the guides run on: real chips or simulated CPUs.
 
 Run ``python -m snippets.devices [--devices N] [--json]`` for a report.
 """
@@ -11,7 +6,6 @@ Run ``python -m snippets.devices [--devices N] [--json]`` for a report.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import re
@@ -30,6 +24,7 @@ from snippets.cli import (
     reported,
     run_module,
 )
+from snippets.tables import print_report
 
 SHARD_MODES: dict[str, AxisType] = {"explicit": AxisType.Explicit, "auto": AxisType.Auto}
 """The two shard modes, as a config writes them, and the mesh axis type each one means."""
@@ -46,7 +41,8 @@ class TooFewDevicesError(SetupError):
 def setup_devices(n: PositiveInt = 4) -> list[jax.Device]:
     """Return ``n`` devices: accelerator chips when there are enough, else simulated CPUs.
 
-    Call it before any other JAX operation; a CPU device count set in the environment is kept.
+    Simulating only works before JAX's backend starts, so call it before any other JAX
+    operation; a CPU device count set in the environment is kept.
     """
     most = available_memory() // SIMULATED_DEVICE_BYTES
     if n > most:
@@ -137,12 +133,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with reported(args.debug):
         setup_devices(args.devices)
-    report = describe_devices()
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        kind = "simulated CPU" if report["simulated"] else report["device_kind"]
-        print(f"{report['devices']} {kind} device(s) on the {report['backend']} backend")
+    print_report(describe_devices(), args.json)
 
 
 if __name__ == "__main__":

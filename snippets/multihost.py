@@ -1,18 +1,11 @@
 """Past one host: the LM-head step on a multi-process JAX cluster, compared with one process.
 
-On a TPU pod slice every host runs the same script as one process of a JAX
-cluster, and ``jax.distributed.initialize()`` joins them into one global set
-of devices. The same multi-controller runtime runs on CPU processes, so this
-module starts ``processes`` worker processes on 127.0.0.1, each with
-``local_devices`` simulated CPU devices, lets each build a global batch from
-the rows it holds and the 4-device mesh the single-process guides use, and
-lowers, compiles and runs the LM-head step in both shard modes. A one-process
-run with all the devices, started alongside, is the reference.
+Worker processes on 127.0.0.1, each with simulated CPU devices, join one cluster as a TPU
+slice's hosts do, build a global batch from the rows each holds and run the step in both
+shard modes; one process with every device is the reference. Every wait has a deadline, a
+dead worker stops the others and is named, and no worker outlives the process that started it.
 
 ``python -m snippets.multihost [--processes N] [--local-devices D] [--timeout S] [--json]``
-
-Every wait has a deadline; when a worker dies the others are stopped and the
-error names it; no worker outlives the process that started it.
 """
 
 from __future__ import annotations
@@ -37,11 +30,11 @@ from jax.sharding import PartitionSpec as P
 
 from snippets.barrier import run_report
 from snippets.cli import Parser, SetupError, positive_int, reported, run_module
-from snippets.devices import make_mesh
+from snippets.devices import SHARD_MODES, make_mesh
 from snippets.lowering import StepConfig, build_step, lower_built
+from snippets.tables import print_report
 
 HOST = "127.0.0.1"
-MODES = ("explicit", "auto")
 DEVICES = 4
 """The global device count of the single-process guides' mesh."""
 
@@ -63,9 +56,6 @@ def coordinator_port(port: int | None = None) -> int:
         return probe.getsockname()[1]
 
 
-# --- What each worker does -------------------------------------------------------------------
-
-
 def run_worker(
     process_id: int, processes: int, local_devices: int, coordinator: str, timeout: int
 ) -> dict:
@@ -79,7 +69,6 @@ def run_worker(
             initialization_timeout=timeout,
         )
     return {
-        "process_id": process_id,
         "global_devices": jax.device_count(),
         "local_devices": jax.local_device_count(),
         "local_batch": process_local_batch(),
@@ -88,10 +77,9 @@ def run_worker(
 
 
 def process_local_batch(rows_per_device: int = 2, cols: int = 3) -> dict:
-    """Build a global batch from the rows this process holds, as a multi-host input pipeline does.
+    """One global batch from each process's rows, as a multi-host input pipeline builds it.
 
-    ``jax.make_array_from_process_local_data`` makes one global array of each process's rows;
-    a jitted column sum over all of it is checked against the full batch.
+    A jitted column sum over it is checked against the full batch.
     """
     mesh = make_mesh((jax.device_count(),), ("data",), "explicit")
     sharding = NamedSharding(mesh, P("data"))
@@ -111,7 +99,7 @@ def process_local_batch(rows_per_device: int = 2, cols: int = 3) -> dict:
 def step_records(devices: int) -> dict[str, dict]:
     """Lower, compile and run the step in each shard mode on the global ``devices``-device mesh."""
     records = {}
-    for mode in MODES:
+    for mode in SHARD_MODES:
         step = build_step(StepConfig(mode=mode, devices=devices))
         lowered = lower_built(step)
         report = run_report(lowered)
@@ -136,14 +124,10 @@ def exit_with_parent() -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-# --- Starting and watching the workers -------------------------------------------------------
-
-
 class Workers:
-    """Worker processes on this machine, started together and stopped together.
+    """Worker processes, started and stopped together, their output and logs in ``workdir``.
 
-    Worker ``i`` runs ``jobs[i]``, the ``(process_id, processes, local_devices)`` of a
-    :func:`run_worker` call; its result (stdout) and its log (stderr) go to files in ``workdir``.
+    Worker ``i`` runs :func:`run_worker` on ``jobs[i]``: ``(process_id, processes, local_devices)``.
     """
 
     def __init__(
@@ -172,12 +156,11 @@ class Workers:
         """Every worker's result; a worker that fails, or the deadline, stops them all and raises."""
         deadline = time.monotonic() + timeout
         try:
-            while not all(worker.poll() == 0 for worker in self.processes):
-                failed = [i for i, w in enumerate(self.processes) if w.poll() not in (None, 0)]
-                if failed:
+            while (codes := [worker.poll() for worker in self.processes]) != [0] * len(codes):
+                if failed := [i for i, code in enumerate(codes) if code not in (None, 0)]:
                     raise ClusterError(self.failure(failed[0]))
                 if time.monotonic() > deadline:
-                    running = [i for i, w in enumerate(self.processes) if w.poll() is None]
+                    running = [i for i, code in enumerate(codes) if code is None]
                     raise ClusterError(
                         f"timed out after {timeout:g} s waiting for worker(s) {running}"
                     )
@@ -204,9 +187,6 @@ class Workers:
                 os.killpg(worker.pid, signal.SIGKILL)
             worker.wait()
             worker.stdin.close()
-
-
-# --- The comparison --------------------------------------------------------------------------
 
 
 def compare(
@@ -248,8 +228,7 @@ def compare(
 
 def port_number(text: str) -> int:
     """An argparse type: a TCP port, 1 to 65535."""
-    port = positive_int(text)
-    if port > 65535:
+    if (port := positive_int(text)) > 65535:
         raise argparse.ArgumentTypeError(f"expected a TCP port from 1 to 65535, got {text!r}")
     return port
 
@@ -271,14 +250,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     with reported(args.debug):
         report = compare(args.processes, args.local_devices, args.timeout, args.port)
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return
-    print(f"{args.processes} processes x {args.local_devices} devices")
-    for key in ("global_devices", "same_compiled_hlo", "loss_multi", "loss_single"):
-        print(f"{key}: {report[key]}")
-    for key in ("barrier_sites", "sharding_calls"):
-        print(f"{key}: {report[key]} (one process: {report[key + '_single']})")
+    print_report(report, args.json)
 
 
 if __name__ == "__main__":
