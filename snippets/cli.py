@@ -1,8 +1,4 @@
-"""What every ``python -m snippets.NAME`` shares: one ``error:`` line for bad input, memory bounds.
-
-A problem the user can fix is one line on stderr and exit status 2 (``--debug`` shows the
-traceback instead); sizes are checked against free memory before anything is allocated.
-"""
+"""What every ``python -m snippets.NAME`` shares: one ``error:`` line for bad input, memory bounds."""
 
 from __future__ import annotations
 

@@ -60,10 +60,8 @@ def cpu_device_setting() -> str | None:
     """The environment setting that fixed this process's CPU device count, as ``NAME=VALUE``."""
     if count := os.environ.get("JAX_NUM_CPU_DEVICES", "").strip():
         return f"JAX_NUM_CPU_DEVICES={count}"
-    counts = re.findall(
-        r"--xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", "")
-    )
-    return f"XLA_FLAGS=--xla_force_host_platform_device_count={counts[-1]}" if counts else None
+    flags = re.findall(r"--xla_force_host_platform_device_count=\d+", os.getenv("XLA_FLAGS", ""))
+    return f"XLA_FLAGS={flags[-1]}" if flags else None
 
 
 @validate_call
@@ -100,9 +98,7 @@ def make_mesh(
     (Explicit,)
     """
     if shard_mode not in SHARD_MODES:
-        raise ValueError(
-            f"Unknown shard_mode {shard_mode!r}; expected one of {sorted(SHARD_MODES)}."
-        )
+        raise ValueError(f"Unknown shard_mode {shard_mode!r}; expected {sorted(SHARD_MODES)}.")
     shape, needed = tuple(shape), math.prod(shape)
     devices = pick_devices(needed) if devices is None else list(devices)
     if len(devices) != needed:

@@ -1,11 +1,8 @@
 """Past one host: the LM-head step on a multi-process JAX cluster, compared with one process.
 
-Worker processes on 127.0.0.1, each with simulated CPU devices, join one cluster as a TPU
-slice's hosts do, build a global batch from the rows each holds and run the step in both
-shard modes; one process with every device is the reference. Every wait has a deadline, a
-dead worker stops the others and is named, and no worker outlives the process that started it.
-
 ``python -m snippets.multihost [--processes N] [--local-devices D] [--timeout S] [--json]``
+starts local workers as one cluster of simulated CPU devices, and one process with all of them
+as the reference. Every wait has a deadline, and no worker outlives the process that started it.
 """
 
 from __future__ import annotations
@@ -13,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -77,10 +73,7 @@ def run_worker(
 
 
 def process_local_batch(rows_per_device: int = 2, cols: int = 3) -> dict:
-    """One global batch from each process's rows, as a multi-host input pipeline builds it.
-
-    A jitted column sum over it is checked against the full batch.
-    """
+    """One global batch from each process's rows, as a multi-host input pipeline builds it."""
     mesh = make_mesh((jax.device_count(),), ("data",), "explicit")
     sharding = NamedSharding(mesh, P("data"))
     shape = (rows_per_device * jax.device_count(), cols)
@@ -125,10 +118,7 @@ def exit_with_parent() -> None:
 
 
 class Workers:
-    """Worker processes, started and stopped together, their output and logs in ``workdir``.
-
-    Worker ``i`` runs :func:`run_worker` on ``jobs[i]``: ``(process_id, processes, local_devices)``.
-    """
+    """Worker processes, started and stopped together; worker ``i`` runs ``jobs[i]``."""
 
     def __init__(
         self, jobs: Sequence[tuple[int, int, int]], port: int, timeout: int, workdir: Path
@@ -148,7 +138,6 @@ class Workers:
                         stdout=out,
                         stderr=log,
                         cwd=Path(__file__).resolve().parent.parent,
-                        start_new_session=True,
                     )
                 )
 
@@ -181,10 +170,10 @@ class Workers:
         return f"worker {i} (pid {self.processes[i].pid}) {how}{last}"
 
     def stop(self) -> None:
-        """Kill every worker still running, with anything it started, and reap it."""
+        """Kill every worker still running, and reap it."""
         for worker in self.processes:
             if worker.poll() is None:
-                os.killpg(worker.pid, signal.SIGKILL)
+                worker.kill()
             worker.wait()
             worker.stdin.close()
 

@@ -81,7 +81,7 @@ def lm_head_facts() -> dict:
 
 
 def maxtext_facts() -> dict:
-    """MaxText's decoder (``snippets.maxtext_decoder``'s defaults): calls, sites and folds per mode."""
+    """MaxText's decoder (``snippets.maxtext_decoder``'s defaults): calls, sites, folds per mode."""
     import jax
 
     if tuple(int(p) for p in jax.__version__.split(".")[:3]) < (0, 11, 1):
@@ -148,14 +148,10 @@ def story_breaks(record: dict) -> list[str]:
     ]
     for check, (fact, explicit_ev, others) in STORY_RUNS.items():
         for run in results.get(check, {}).get("runs", []):
-            expected = (
-                explicit_ev if (run["mode"], run["variant"]) == ("explicit", "EV") else others
-            )
+            where = f"{run['mode']}/{run['variant']}"
+            expected = explicit_ev if where == "explicit/EV" else others
             if run[fact] != expected:
-                breaks.append(
-                    f"{check}: {run['mode']}/{run['variant']} {fact} is {run[fact]}, "
-                    f"the story says {expected}"
-                )
+                breaks.append(f"{check}: {where} {fact} is {run[fact]}, the story says {expected}")
     if results.get("barrier", {}).get("partitioner_first") is False:
         breaks.append("on CPU the simplifier now runs before the partitioner")
     shards = results.get("reduce_scatter", {}).get("shards")
@@ -170,13 +166,14 @@ def flat_facts(record: dict) -> dict[str, object]:
         return {"run": f"failed: {record['error']}"}
     facts: dict[str, object] = {}
     for check, result in record["results"].items():
-        for key, value in result.items():
-            if key != "runs":
-                facts[f"{check}: {key}"] = value
+        facts |= {f"{check}: {key}": value for key, value in result.items() if key != "runs"}
         for run in result.get("runs", []):
-            for key, value in run.items():
-                if key not in ("mode", "variant"):
-                    facts[f"{check}: {run['mode']}/{run['variant']} {key}"] = value
+            where = f"{check}: {run['mode']}/{run['variant']}"
+            facts |= {
+                f"{where} {key}": value
+                for key, value in run.items()
+                if key not in ("mode", "variant")
+            }
     return facts
 
 
