@@ -11,13 +11,13 @@ import argparse
 import json
 import os
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from subprocess import PIPE, Popen
 
 import jax
 import numpy as np
@@ -31,6 +31,7 @@ from snippets.lowering import StepConfig, build_step, lower_built
 from snippets.tables import print_report
 
 HOST = "127.0.0.1"
+ROOT = Path(__file__).resolve().parent.parent
 DEVICES = 4
 """The global device count of the single-process guides' mesh."""
 
@@ -130,16 +131,9 @@ class Workers:
                 *("--processes", str(processes), "--local-devices", str(local_devices)),
                 *("--port", str(port), "--timeout", str(timeout)),
             ]
+            # stdin stays open until this process ends: see exit_with_parent
             with open(workdir / f"{i}.out", "w") as out, open(workdir / f"{i}.log", "w") as log:
-                self.processes.append(
-                    subprocess.Popen(
-                        command,
-                        stdin=subprocess.PIPE,  # open until this process ends: see exit_with_parent
-                        stdout=out,
-                        stderr=log,
-                        cwd=Path(__file__).resolve().parent.parent,
-                    )
-                )
+                self.processes.append(Popen(command, stdin=PIPE, stdout=out, stderr=log, cwd=ROOT))
 
     def run(self, timeout: float) -> list[dict]:
         """Every worker's result; a worker that fails, or the deadline, stops them all and raises."""

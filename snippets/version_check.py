@@ -19,11 +19,6 @@ DEVICES = 4
 """Simulated devices for the barrier report, as in the shard-mode guide."""
 
 
-def pick(report: dict, *keys: str) -> dict:
-    """The entries of ``report`` named ``keys``, in that order."""
-    return {key: report[key] for key in keys}
-
-
 def barrier_facts() -> dict:
     """Per (mode x variant): Sharding calls, barrier sites, compiled transposes; the pass order."""
     from snippets.barrier import barrier_report
@@ -31,7 +26,7 @@ def barrier_facts() -> dict:
 
     report = barrier_report(StepConfig(devices=DEVICES))
     runs = [
-        pick(run, "mode", "variant", "sharding_calls", "barrier_sites")
+        {key: run[key] for key in ("mode", "variant", "sharding_calls", "barrier_sites")}
         | {
             "compiled_transposes": len(run["compiled_transposes"]),
             "relayout_copies": len(run["relayout_copies"]),
@@ -53,7 +48,7 @@ def causal_control_facts() -> dict:
     from snippets.lowering import StepConfig
 
     keys = ("mode", "variant", "gradient_in_kernel_order", "gradient_transposes")
-    return {"runs": [pick(row, *keys) for row in causal_control(StepConfig())]}
+    return {"runs": [{key: row[key] for key in keys} for row in causal_control(StepConfig())]}
 
 
 def reduce_scatter_facts() -> dict:
@@ -61,7 +56,8 @@ def reduce_scatter_facts() -> dict:
     from snippets.reduce_scatter import walkthrough
 
     report = walkthrough(ranks=2, explicit=False)
-    return pick(report, "shards", "reference_equal", "bytes_per_rank", "hlo_bytes_per_rank")
+    keys = ("shards", "reference_equal", "bytes_per_rank", "hlo_bytes_per_rank")
+    return {key: report[key] for key in keys}
 
 
 def explicit_mode_facts() -> dict:
@@ -70,7 +66,7 @@ def explicit_mode_facts() -> dict:
 
     mesh = contraction_mesh(2)
     report = explicit_mode(*split_contraction(SEED_A, SEED_B, mesh), mesh)
-    return pick(report, "resharded", "compiled_collectives")
+    return {key: report[key] for key in ("resharded", "compiled_collectives")}
 
 
 def lm_head_facts() -> dict:
@@ -84,7 +80,7 @@ def maxtext_facts() -> dict:
     """MaxText's decoder (``snippets.maxtext_decoder``'s defaults): calls, sites, folds per mode."""
     import jax
 
-    if tuple(int(p) for p in jax.__version__.split(".")[:3]) < (0, 11, 1):
+    if jax.__version_info__ < (0, 11, 1):
         raise RuntimeError(f"MaxText 0.2.5 needs JAX 0.11.1 or newer, not {jax.__version__}")
     from snippets.maxtext_decoder import DecoderConfig, decoder_report, what_it_is
 
