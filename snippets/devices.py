@@ -39,11 +39,7 @@ class TooFewDevicesError(SetupError):
 
 @validate_call
 def setup_devices(n: PositiveInt = 4) -> list[jax.Device]:
-    """Return ``n`` devices: accelerator chips when there are enough, else simulated CPUs.
-
-    Simulating only works before JAX's backend starts, so call it before any other JAX
-    operation; a CPU device count set in the environment is kept.
-    """
+    """``n`` accelerator chips, or simulated CPUs if too few; call it before any other JAX code."""
     most = available_memory() // SIMULATED_DEVICE_BYTES
     if n > most:
         raise ValueError(
