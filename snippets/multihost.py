@@ -36,17 +36,13 @@ DEVICES = 4
 """The global device count of the single-process guides' mesh."""
 
 
-class ClusterError(SetupError):
-    """The local cluster could not start, a worker died, or a deadline passed."""
-
-
 def coordinator_port(port: int | None = None) -> int:
     """``port`` on 127.0.0.1 if nothing holds it; without one, a port that is free right now."""
     with socket.socket() as probe:
         try:
             probe.bind((HOST, port or 0))
         except OSError as error:
-            raise ClusterError(
+            raise SetupError(
                 f"coordinator port {port} on {HOST} is in use ({error.strerror}); "
                 "pass another --port, or none to pick a free one"
             ) from None
@@ -141,10 +137,10 @@ class Workers:
         try:
             while (codes := [worker.poll() for worker in self.processes]) != [0] * len(codes):
                 if failed := [i for i, code in enumerate(codes) if code not in (None, 0)]:
-                    raise ClusterError(self.failure(failed[0]))
+                    raise SetupError(self.failure(failed[0]))
                 if time.monotonic() > deadline:
                     running = [i for i, code in enumerate(codes) if code is None]
-                    raise ClusterError(
+                    raise SetupError(
                         f"timed out after {timeout:g} s waiting for worker(s) {running}"
                     )
                 time.sleep(0.2)
@@ -166,8 +162,7 @@ class Workers:
     def stop(self) -> None:
         """Kill every worker still running, and reap it."""
         for worker in self.processes:
-            if worker.poll() is None:
-                worker.kill()
+            worker.kill()  # does nothing to a worker that has already ended
             worker.wait()
             worker.stdin.close()
 
