@@ -1,10 +1,4 @@
-"""What every ``python -m snippets.NAME`` shares: one ``error:`` line for bad input, memory bounds.
-
-A problem the user can fix (an argument out of range, a configuration that does
-not fit, too few devices) is printed as one line on stderr with exit status 2;
-``--debug`` shows the traceback instead. Sizes are checked against the memory
-available before anything is allocated.
-"""
+"""What every ``python -m snippets.NAME`` shares: one ``error:`` line for bad input, memory bounds."""
 
 from __future__ import annotations
 
@@ -70,10 +64,7 @@ def positive_int(text: str) -> int:
 
 
 def run_module(main: Callable[[], object] | None = None) -> None:
-    """What ``python -m snippets.NAME`` runs: ``main``, or for a module without one, one line.
-
-    A reader that closes the pipe early (``| head``) ends the run quietly, without a traceback.
-    """
+    """Run ``main`` (without one, say so in one line); a pipe closed early (``| head``) is quiet."""
     if main is None:
         name = Path(sys.argv[0]).stem
         sys.stderr.write(f"error: snippets.{name} has no command line; the guides import it\n")

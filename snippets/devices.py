@@ -1,9 +1,4 @@
-"""The one place that decides which devices the guides run on.
-
-On a TPU (or another accelerator) the real chips are used. On a laptop or CI
-machine JAX is asked to simulate ``n`` CPU devices, which only works before its
-backend starts; afterwards :func:`setup_devices` says so instead of silently
-running on fewer devices.
+"""The one place that decides which devices the guides run on: real chips or simulated CPUs.
 
 Run ``python -m snippets.devices [--devices N] [--json]`` for a report.
 """
@@ -11,7 +6,6 @@ Run ``python -m snippets.devices [--devices N] [--json]`` for a report.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import re
@@ -30,6 +24,7 @@ from snippets.cli import (
     reported,
     run_module,
 )
+from snippets.tables import print_report
 
 SHARD_MODES: dict[str, AxisType] = {"explicit": AxisType.Explicit, "auto": AxisType.Auto}
 """The two shard modes, as a config writes them, and the mesh axis type each one means."""
@@ -44,10 +39,7 @@ class TooFewDevicesError(SetupError):
 
 @validate_call
 def setup_devices(n: PositiveInt = 4) -> list[jax.Device]:
-    """Return ``n`` devices: accelerator chips when there are enough, else simulated CPUs.
-
-    Call it before any other JAX operation; a CPU device count set in the environment is kept.
-    """
+    """``n`` accelerator chips, or simulated CPUs if too few; call it before any other JAX code."""
     most = available_memory() // SIMULATED_DEVICE_BYTES
     if n > most:
         raise ValueError(
@@ -64,10 +56,8 @@ def cpu_device_setting() -> str | None:
     """The environment setting that fixed this process's CPU device count, as ``NAME=VALUE``."""
     if count := os.environ.get("JAX_NUM_CPU_DEVICES", "").strip():
         return f"JAX_NUM_CPU_DEVICES={count}"
-    counts = re.findall(
-        r"--xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", "")
-    )
-    return f"XLA_FLAGS=--xla_force_host_platform_device_count={counts[-1]}" if counts else None
+    flags = re.findall(r"--xla_force_host_platform_device_count=\d+", os.getenv("XLA_FLAGS", ""))
+    return f"XLA_FLAGS={flags[-1]}" if flags else None
 
 
 @validate_call
@@ -104,9 +94,7 @@ def make_mesh(
     (Explicit,)
     """
     if shard_mode not in SHARD_MODES:
-        raise ValueError(
-            f"Unknown shard_mode {shard_mode!r}; expected one of {sorted(SHARD_MODES)}."
-        )
+        raise ValueError(f"Unknown shard_mode {shard_mode!r}; expected {sorted(SHARD_MODES)}.")
     shape, needed = tuple(shape), math.prod(shape)
     devices = pick_devices(needed) if devices is None else list(devices)
     if len(devices) != needed:
@@ -137,12 +125,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with reported(args.debug):
         setup_devices(args.devices)
-    report = describe_devices()
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        kind = "simulated CPU" if report["simulated"] else report["device_kind"]
-        print(f"{report['devices']} {kind} device(s) on the {report['backend']} backend")
+    print_report(describe_devices(), args.json)
 
 
 if __name__ == "__main__":

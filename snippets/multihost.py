@@ -1,18 +1,8 @@
 """Past one host: the LM-head step on a multi-process JAX cluster, compared with one process.
 
-On a TPU pod slice every host runs the same script as one process of a JAX
-cluster, and ``jax.distributed.initialize()`` joins them into one global set
-of devices. The same multi-controller runtime runs on CPU processes, so this
-module starts ``processes`` worker processes on 127.0.0.1, each with
-``local_devices`` simulated CPU devices, lets each build a global batch from
-the rows it holds and the 4-device mesh the single-process guides use, and
-lowers, compiles and runs the LM-head step in both shard modes. A one-process
-run with all the devices, started alongside, is the reference.
-
 ``python -m snippets.multihost [--processes N] [--local-devices D] [--timeout S] [--json]``
-
-Every wait has a deadline; when a worker dies the others are stopped and the
-error names it; no worker outlives the process that started it.
+starts local workers as one cluster of simulated CPU devices, and one process with all of them
+as the reference. Every wait has a deadline, and no worker outlives the process that started it.
 """
 
 from __future__ import annotations
@@ -20,15 +10,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from subprocess import PIPE, Popen
 
 import jax
 import numpy as np
@@ -37,17 +26,14 @@ from jax.sharding import PartitionSpec as P
 
 from snippets.barrier import run_report
 from snippets.cli import Parser, SetupError, positive_int, reported, run_module
-from snippets.devices import make_mesh
+from snippets.devices import SHARD_MODES, make_mesh
 from snippets.lowering import StepConfig, build_step, lower_built
+from snippets.tables import print_report
 
 HOST = "127.0.0.1"
-MODES = ("explicit", "auto")
+ROOT = Path(__file__).resolve().parent.parent
 DEVICES = 4
 """The global device count of the single-process guides' mesh."""
-
-
-class ClusterError(SetupError):
-    """The local cluster could not start, a worker died, or a deadline passed."""
 
 
 def coordinator_port(port: int | None = None) -> int:
@@ -56,14 +42,11 @@ def coordinator_port(port: int | None = None) -> int:
         try:
             probe.bind((HOST, port or 0))
         except OSError as error:
-            raise ClusterError(
+            raise SetupError(
                 f"coordinator port {port} on {HOST} is in use ({error.strerror}); "
                 "pass another --port, or none to pick a free one"
             ) from None
         return probe.getsockname()[1]
-
-
-# --- What each worker does -------------------------------------------------------------------
 
 
 def run_worker(
@@ -79,7 +62,6 @@ def run_worker(
             initialization_timeout=timeout,
         )
     return {
-        "process_id": process_id,
         "global_devices": jax.device_count(),
         "local_devices": jax.local_device_count(),
         "local_batch": process_local_batch(),
@@ -88,11 +70,7 @@ def run_worker(
 
 
 def process_local_batch(rows_per_device: int = 2, cols: int = 3) -> dict:
-    """Build a global batch from the rows this process holds, as a multi-host input pipeline does.
-
-    ``jax.make_array_from_process_local_data`` makes one global array of each process's rows;
-    a jitted column sum over all of it is checked against the full batch.
-    """
+    """One global batch from each process's rows, as a multi-host input pipeline builds it."""
     mesh = make_mesh((jax.device_count(),), ("data",), "explicit")
     sharding = NamedSharding(mesh, P("data"))
     shape = (rows_per_device * jax.device_count(), cols)
@@ -111,7 +89,7 @@ def process_local_batch(rows_per_device: int = 2, cols: int = 3) -> dict:
 def step_records(devices: int) -> dict[str, dict]:
     """Lower, compile and run the step in each shard mode on the global ``devices``-device mesh."""
     records = {}
-    for mode in MODES:
+    for mode in SHARD_MODES:
         step = build_step(StepConfig(mode=mode, devices=devices))
         lowered = lower_built(step)
         report = run_report(lowered)
@@ -136,15 +114,8 @@ def exit_with_parent() -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-# --- Starting and watching the workers -------------------------------------------------------
-
-
 class Workers:
-    """Worker processes on this machine, started together and stopped together.
-
-    Worker ``i`` runs ``jobs[i]``, the ``(process_id, processes, local_devices)`` of a
-    :func:`run_worker` call; its result (stdout) and its log (stderr) go to files in ``workdir``.
-    """
+    """Worker processes, started and stopped together; worker ``i`` runs ``jobs[i]``."""
 
     def __init__(
         self, jobs: Sequence[tuple[int, int, int]], port: int, timeout: int, workdir: Path
@@ -156,29 +127,20 @@ class Workers:
                 *("--processes", str(processes), "--local-devices", str(local_devices)),
                 *("--port", str(port), "--timeout", str(timeout)),
             ]
+            # stdin stays open until this process ends: see exit_with_parent
             with open(workdir / f"{i}.out", "w") as out, open(workdir / f"{i}.log", "w") as log:
-                self.processes.append(
-                    subprocess.Popen(
-                        command,
-                        stdin=subprocess.PIPE,  # open until this process ends: see exit_with_parent
-                        stdout=out,
-                        stderr=log,
-                        cwd=Path(__file__).resolve().parent.parent,
-                        start_new_session=True,
-                    )
-                )
+                self.processes.append(Popen(command, stdin=PIPE, stdout=out, stderr=log, cwd=ROOT))
 
     def run(self, timeout: float) -> list[dict]:
         """Every worker's result; a worker that fails, or the deadline, stops them all and raises."""
         deadline = time.monotonic() + timeout
         try:
-            while not all(worker.poll() == 0 for worker in self.processes):
-                failed = [i for i, w in enumerate(self.processes) if w.poll() not in (None, 0)]
-                if failed:
-                    raise ClusterError(self.failure(failed[0]))
+            while (codes := [worker.poll() for worker in self.processes]) != [0] * len(codes):
+                if failed := [i for i, code in enumerate(codes) if code not in (None, 0)]:
+                    raise SetupError(self.failure(failed[0]))
                 if time.monotonic() > deadline:
-                    running = [i for i, w in enumerate(self.processes) if w.poll() is None]
-                    raise ClusterError(
+                    running = [i for i, code in enumerate(codes) if code is None]
+                    raise SetupError(
                         f"timed out after {timeout:g} s waiting for worker(s) {running}"
                     )
                 time.sleep(0.2)
@@ -198,15 +160,11 @@ class Workers:
         return f"worker {i} (pid {self.processes[i].pid}) {how}{last}"
 
     def stop(self) -> None:
-        """Kill every worker still running, with anything it started, and reap it."""
+        """Kill every worker still running, and reap it."""
         for worker in self.processes:
-            if worker.poll() is None:
-                os.killpg(worker.pid, signal.SIGKILL)
+            worker.kill()  # does nothing to a worker that has already ended
             worker.wait()
             worker.stdin.close()
-
-
-# --- The comparison --------------------------------------------------------------------------
 
 
 def compare(
@@ -248,8 +206,7 @@ def compare(
 
 def port_number(text: str) -> int:
     """An argparse type: a TCP port, 1 to 65535."""
-    port = positive_int(text)
-    if port > 65535:
+    if (port := positive_int(text)) > 65535:
         raise argparse.ArgumentTypeError(f"expected a TCP port from 1 to 65535, got {text!r}")
     return port
 
@@ -271,14 +228,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     with reported(args.debug):
         report = compare(args.processes, args.local_devices, args.timeout, args.port)
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return
-    print(f"{args.processes} processes x {args.local_devices} devices")
-    for key in ("global_devices", "same_compiled_hlo", "loss_multi", "loss_single"):
-        print(f"{key}: {report[key]}")
-    for key in ("barrier_sites", "sharding_calls"):
-        print(f"{key}: {report[key]} (one process: {report[key + '_single']})")
+    print_report(report, args.json)
 
 
 if __name__ == "__main__":

@@ -8,9 +8,7 @@ from collections.abc import Mapping, Sequence
 from snippets.cli import run_module
 
 
-def markdown_table(
-    rows: Sequence[Mapping[str, object]], headers: Mapping[str, str] | None = None
-) -> str:
+def markdown_table(rows: Sequence[Mapping], headers: Mapping[str, str] | None = None) -> str:
     """A Markdown table of ``rows``; ``headers`` maps keys to column titles (default: all keys).
 
     >>> print(markdown_table([{"n": 2, "ok": True}], {"n": "ranks", "ok": "exact"}))

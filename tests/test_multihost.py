@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from snippets.multihost import ClusterError, Workers, compare, coordinator_port
+from snippets.cli import SetupError
+from snippets.multihost import Workers, compare, coordinator_port
 
 CLUSTER = [(0, 2, 2), (1, 2, 2)]
 """The jobs of a two-process cluster with two devices each."""
@@ -57,16 +58,14 @@ def test_the_cluster_computes_the_same_loss(comparison):
 def test_a_killed_worker_stops_the_cluster_and_is_named(tmp_path):
     workers = Workers(CLUSTER, coordinator_port(), timeout=60, workdir=tmp_path)
     os.kill(workers.processes[1].pid, signal.SIGKILL)
-    with pytest.raises(ClusterError, match=r"^worker 1 \(pid \d+\) was killed by signal 9"):
+    with pytest.raises(SetupError, match=r"^worker 1 \(pid \d+\) was killed by signal 9"):
         workers.run(timeout=60)
     assert all(gone(worker.pid) for worker in workers.processes)
 
 
 def test_every_wait_has_a_deadline(tmp_path):
     workers = Workers(CLUSTER, coordinator_port(), timeout=60, workdir=tmp_path)
-    with pytest.raises(
-        ClusterError, match=r"timed out after 0.1 s waiting for worker\(s\) \[0, 1\]"
-    ):
+    with pytest.raises(SetupError, match=r"timed out after 0.1 s waiting for worker\(s\) \[0, 1\]"):
         workers.run(timeout=0.1)
     assert all(gone(worker.pid) for worker in workers.processes)
 
