@@ -1,15 +1,12 @@
 """What a finishing collective costs: the ring model, priced for TPU v5p, and a CPU measurement.
 
-The model, not a measurement: a ring collective over N ranks takes about ``hops x hop
-latency + bytes each rank sends / link bandwidth``, priced with a one-way and a both-ways
-link bandwidth (:data:`BANDWIDTH_CASES`). ``python -m snippets.collective_cost [--ranks N ...]
-[--rows R] [--cols C] [--repeats K] [--json]`` times the two collectives on simulated CPUs.
+``python -m snippets.collective_cost [--ranks N ...] [--rows R] [--cols C] [--repeats K] [--json]``
+times reduce-scatter against all-reduce on simulated CPUs.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from functools import partial
@@ -22,14 +19,14 @@ from jax.sharding import PartitionSpec as P
 
 from snippets.cli import Parser, check_memory, positive_int, reported, run_module
 from snippets.devices import make_mesh, setup_devices
+from snippets.tables import print_report
 from snippets.timing import interleaved, milliseconds, ratio_range, verdict
 
 
 def ring_bytes_per_rank(kind: str, result_bytes: int, ranks: int) -> float:
-    """Bytes one rank sends for a collective whose per-rank result has ``result_bytes``.
+    """Bytes one rank sends: ``(N-1)/N`` of the full tensor, twice that for an all-reduce.
 
-    Ring model: reduce-scatter and all-gather send ``(N-1)/N`` of the full
-    tensor, all-reduce twice that; a collective-permute sends its buffer once.
+    A collective-permute sends its buffer once.
 
     >>> ring_bytes_per_rank("reduce-scatter", result_bytes=8, ranks=2)
     8
@@ -135,15 +132,13 @@ def finish_cost(finish: str, tensor_bytes: int, ranks: int, link: Interconnect =
 
 def finish_functions(mesh: Mesh) -> dict[str, Callable]:
     """Reduce-scatter and all-reduce of each rank's partial block along ``mesh``'s axis ``k``."""
-
-    def on_ranks(finish: Callable, out_specs: P) -> Callable:
-        return jax.jit(shard_map(finish, mesh=mesh, in_specs=P("k"), out_specs=out_specs))
-
+    finishes = {
+        "reduce-scatter": (partial(jax.lax.psum_scatter, axis_name="k", tiled=True), P("k")),
+        "all-reduce": (partial(jax.lax.psum, axis_name="k"), P()),
+    }
     return {
-        "reduce-scatter": on_ranks(
-            partial(jax.lax.psum_scatter, axis_name="k", tiled=True), P("k")
-        ),
-        "all-reduce": on_ranks(partial(jax.lax.psum, axis_name="k"), P()),
+        kind: jax.jit(shard_map(finish, mesh=mesh, in_specs=P("k"), out_specs=out_specs))
+        for kind, (finish, out_specs) in finishes.items()
     }
 
 
@@ -157,8 +152,7 @@ def time_finishes(
 ) -> dict:
     """Time reduce-scatter against all-reduce of a float32 ``[rows, cols]`` partial on each rank.
 
-    The runs are interleaved (:func:`snippets.timing.interleaved`); ratios are all-reduce over
-    reduce-scatter within a round, and the model's ratio is the ring's bytes ratio.
+    Ratios are all-reduce over reduce-scatter within a round; the model's is the bytes ratio.
     """
     if bad := [n for n in rank_counts if n < 2 or rows % n]:
         raise ValueError(
@@ -202,15 +196,6 @@ def time_finishes(
     }
 
 
-def ratio_line(ratio: dict) -> str:
-    """A ratio of :func:`time_finishes` in words, with its verdict against the model's bytes ratio."""
-    return (
-        f"{ratio['ranks']} ranks: all-reduce / reduce-scatter {ratio['ratio_median']:.2f} "
-        f"[{ratio['ratio_min']:.2f}, {ratio['ratio_max']:.2f}]; against the model's "
-        f"{ratio['model_bytes_ratio']:g}x: {ratio['against_model']}"
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """Time reduce-scatter against all-reduce on CPU and print the ratios beside the model's."""
     parser = Parser(__doc__)
@@ -229,17 +214,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
         setup_devices(max(args.ranks))
         report = time_finishes(args.ranks, args.rows, args.cols, args.repeats)
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return
-    print(f"f32[{args.rows},{args.cols}] partial per rank, {args.repeats} interleaved rounds (CPU)")
-    for t in report["timings"]:
-        print(
-            f"{t['ranks']} ranks {t['collective']:>14}: median {t['median_ms']:.3f} ms "
-            f"[{t['min_ms']:.3f}, {t['max_ms']:.3f}]"
-        )
-    for ratio in report["ratios"]:
-        print(ratio_line(ratio))
+    print_report(report, args.json)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,5 @@
-"""The lesson's exchange, ``C = A @ B`` split over the contraction, written two ways.
-
-With ``shard_map`` each rank multiplies its blocks into a partial sum of the whole
-of ``C``, and a collective finishes the sums: reduce-scatter leaves rank r its
-row block, all-reduce every row on every rank. In explicit mode the partial sums
-are an *unreduced* array, and ``reshard`` or the dot's ``out_sharding`` finishes them.
+"""The lesson's exchange, ``C = A @ B`` split over the contraction: with ``shard_map`` and a
+collective, and in explicit mode, where ``reshard`` or ``out_sharding`` finishes unreduced sums.
 """
 
 from __future__ import annotations
@@ -146,10 +142,7 @@ def finish_ops(counts: dict[str, int]) -> str:
 
 
 def explicit_mode(a: jax.Array, b: jax.Array, mesh: Mesh) -> dict:
-    """The exchange without ``shard_map``: unreduced partials, finished rows, compiled ops per form.
-
-    ``shard_map_psum_scatter`` is the :func:`reduce_scatter` form, for comparison.
-    """
+    """The exchange without ``shard_map`` (and :func:`reduce_scatter`'s form): its results and ops."""
     with jax.set_mesh(mesh):
         unreduced = jax.jit(partial_sums)(a, b)
         rows = jax.jit(finish_by_reshard)(a, b)

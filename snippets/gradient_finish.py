@@ -1,8 +1,6 @@
 """How the LM head's weight gradient is finished, when a TPU fuses the finish, and what it costs.
 
-The compiled step shows the finish on each mesh; the source's ~512-byte rule says when
-a TPU fuses all-reduce + dynamic-slice into a reduce-scatter; and the ring model of
-:mod:`snippets.collective_cost` prices both finishes beside what MaxText's design doc measured.
+Printed by ``python -m snippets.reduce_scatter --threshold`` and ``--cost-model``.
 """
 
 from __future__ import annotations
@@ -30,8 +28,7 @@ from snippets.lowering import MESH_LAYOUTS, StepConfig, lower_step
 def lm_head_gradient_finish(mesh: str, mode: str = "explicit") -> dict:
     """How the LM-head step's compiled program finishes the head kernel's gradient on ``mesh``.
 
-    Reads the gradient's per-rank shape from the step's outputs, its collectives, and the
-    dynamic-slices that cut a shard of that size out of a full all-reduced gradient.
+    Its per-rank shape, collectives, and the dynamic-slices that cut a shard of that size.
     """
     config = StepConfig(mesh=mesh, mode=mode)
     lowered = lower_step(config)
@@ -66,9 +63,8 @@ def lm_head_gradient_finish(mesh: str, mode: str = "explicit") -> dict:
 
 
 FUSION_THRESHOLD_BYTES = 512
-"""Per the source PR, the TPU compiler rejects fusing all-reduce + dynamic-slice into a
-reduce-scatter when the per-shard minor-most extent is below ~512 bytes (one 128-lane x 32-bit
-vreg row), independent of dtype. :func:`fuses` is that rule; the ``~`` is the source's."""
+"""Per the source PR, a TPU fuses all-reduce + dynamic-slice into a reduce-scatter only when the
+per-shard minor-most extent is at least ~512 bytes (one 128-lane x 32-bit vreg row), any dtype."""
 
 
 def fuses(per_shard_bytes: int) -> bool:
@@ -94,10 +90,7 @@ def lm_head_threshold_table(
     dtypes: Sequence[str] = ("bf16", "f32"),
     shards: Sequence[PositiveInt] = (2, 4, 8),
 ) -> list[dict]:
-    """The rule for the ``[vocab, emb]`` gradient with ``emb`` split over the shards.
-
-    A shard's minor-most extent is ``emb / shards`` elements.
-    """
+    """The rule for the ``[vocab, emb]`` gradient: a shard's minor-most extent is ``emb / shards``."""
     if bad := [(emb, n) for emb in embs for n in shards if emb % n]:
         raise ValueError(f"emb {bad[0][0]} does not divide over {bad[0][1]} shards.")
     grid = itertools.product(dtypes, embs, shards)
@@ -109,10 +102,7 @@ def lm_head_threshold_table(
 
 
 def threshold_grid(rows: Sequence[dict]) -> list[dict]:
-    """One line per (dtype, emb), one column per shard count: bytes, and whether it fuses.
-
-    A shard exactly at the threshold is marked, since there the rule's ``>=`` decides.
-    """
+    """One line per (dtype, emb), a column per shard count: bytes, fuses, and the boundary marked."""
     grid: dict[tuple[str, int], dict] = {}
     for row in rows:
         line = grid.setdefault((row["dtype"], row["emb"]), {k: row[k] for k in ("dtype", "emb")})
@@ -172,19 +162,16 @@ DESIGN_DOC = (
     "https://github.com/AI-Hypercomputer/maxtext/pull/5091"
 )
 DESIGN_DOC_MEASURED = {"reduce-scatter": (91.7e9, 99.3e9), "all-reduce": (130.1e9, 138.8e9)}
-"""Bandwidth MaxText's design doc measured on TPU v5p (4 devices) for llama2's bf16 vocab gradient,
-in bytes sent per device per second (section 4.2: "91.7-99.3 GB/s versus 130.1-138.8 GB/s for the
-all-reduce, so the win is 0.66-0.76x time"). The doc's times are not printed; each is the
-per-device wire bytes over its bandwidth, which gives back the doc's 0.66-0.76x."""
+"""Bytes per device per second MaxText's design doc measured on TPU v5p (4 devices), llama2's bf16
+vocab gradient (section 4.2: "91.7-99.3 GB/s versus 130.1-138.8 GB/s for the all-reduce")."""
 
 
 def design_doc_comparison(
     vocab: int = 32000, emb: int = 512, shards: int = 4, dtype: str = "bf16"
 ) -> list[dict]:
-    """Each collective's time as MaxText's design doc measured it, beside the model's two cases.
+    """Each collective's time as the design doc measured it (bytes over its bandwidth), and modelled.
 
-    The defaults are the doc's llama2 vocab gradient (bf16 ``[512, 32000]``, 4 devices). Model
-    times are the collective alone, without the slice.
+    The defaults are the doc's gradient; model times are the collective alone, without the slice.
     """
     rows = []
     for kind, (slowest, fastest) in DESIGN_DOC_MEASURED.items():
@@ -219,10 +206,7 @@ def comparison_table(rows: Sequence[dict]) -> list[dict]:
 
 
 def cost_model_report() -> dict:
-    """The TPU v5p cost model of the gradient's finish, as ``--cost-model`` prints it.
-
-    The top-level bandwidth and rows are the one-way case; ``bandwidth_cases`` holds both.
-    """
+    """The TPU v5p cost model of the finish; top-level bandwidth and rows are the one-way case."""
     return {
         "model": "ring collective: hops x hop latency + bytes sent per rank / link bandwidth, "
         "plus reading and writing one shard for the slice; a model, not a measurement",

@@ -17,7 +17,6 @@ from snippets.collective_cost import (
     finish_functions,
     main,
     predict,
-    ratio_line,
     ring_hops,
     time_finishes,
 )
@@ -118,15 +117,6 @@ def test_measurement_structure():
         assert r["ratio_min"] <= r["ratio_median"] <= r["ratio_max"]
         assert r["against_model"] == verdict(r["ratio_min"], r["ratio_max"], 2.0)
         assert r["against_1"] == verdict(r["ratio_min"], r["ratio_max"], 1.0)
-
-
-def test_a_ratio_line_names_the_model_and_its_verdict():
-    ratio = {"ranks": 8, "ratio_median": 1.9, "ratio_min": 1.45, "ratio_max": 6.87}
-    line = ratio_line(ratio | {"model_bytes_ratio": 2.0, "against_model": verdict(1.45, 6.87, 2.0)})
-    assert line == (
-        "8 ranks: all-reduce / reduce-scatter 1.90 [1.45, 6.87]; against the model's 2x: "
-        "no measurable difference from 2"
-    )
 
 
 def test_the_design_doc_comparison():
