@@ -14,8 +14,9 @@ from snippets.lowering import MESH_LAYOUTS, StepConfig, build_step, every_mode_a
 from snippets.tables import print_report
 from snippets.timing import interleaved, milliseconds, ratio_range, verdict
 
-QUICK = {"emb": 128, "vocab": 2048, "batch": 8, "seq": 32, "repeats": 7}
-FULL = {"emb": 512, "vocab": 32000, "batch": 8, "seq": 64, "repeats": 15}
+QUICK = {"emb": 128, "vocab": 2048, "batch": 8, "seq": 32}, 7
+FULL = {"emb": 512, "vocab": 32000, "batch": 8, "seq": 64}, 15
+"""Sizes and interleaved repeats of the quick setting (the docs build's) and of ``--full``."""
 
 
 def bench(base: StepConfig, repeats: int, warmup: int = 2) -> list[dict]:
@@ -40,28 +41,6 @@ def bench(base: StepConfig, repeats: int, warmup: int = 2) -> list[dict]:
     return rows
 
 
-def timing_rows(rows: Sequence[dict]) -> list[dict]:
-    """Rows of :func:`bench` as a table: milliseconds and ratios with their ranges, and verdicts."""
-    return [
-        {
-            "mode": r["mode"],
-            "variant": r["variant"],
-            "median (ms)": f"{r['median_ms']:.2f}",
-            "min - max (ms)": f"{r['min_ms']:.2f} - {r['max_ms']:.2f}",
-            "ratio to auto EV [min, max]": f"{r['ratio_to_auto_EV']:.3f} "
-            f"[{r['ratio_min']:.3f}, {r['ratio_max']:.3f}]",
-            "verdict": r["verdict"],
-        }
-        for r in rows
-    ]
-
-
-def settings(full: bool) -> tuple[dict, int]:
-    """Sizes and repeat count of the quick or full setting."""
-    chosen = dict(FULL if full else QUICK)
-    return chosen, chosen.pop("repeats")
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the timing table."""
     parser = Parser(__doc__)
@@ -72,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--devices", type=positive_int, default=4)
     parser.add_argument("--mesh", choices=tuple(MESH_LAYOUTS), default="dp")
     args = parser.parse_args(argv)
-    sizes, repeats = settings(args.full)
+    sizes, repeats = FULL if args.full else QUICK
     with reported(args.debug):
         base = StepConfig(devices=args.devices, mesh=args.mesh, **sizes)
         runs = len(every_mode_and_variant(base))

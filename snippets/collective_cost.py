@@ -64,15 +64,16 @@ class Interconnect:
     memory_source: str
 
 
-SCALING_BOOK_TPUS = "https://jax-ml.github.io/scaling-book/tpus/"
+ICI_TABLE = (
+    "The Scaling Book, 'How to Think About TPUs' (https://jax-ml.github.io/scaling-book/tpus/), "
+    "interconnect table: TPU v5p ICI bandwidth per link"
+)
 SCALING_BOOK_SHARDING = "https://jax-ml.github.io/scaling-book/sharding/"
 
 TPU_V5P = Interconnect(
     name="TPU v5p, one way",
     link_bytes_per_s=9e10,
-    link_source="The Scaling Book, 'How to Think About TPUs' "
-    f"({SCALING_BOOK_TPUS}), interconnect table: TPU v5p ICI bandwidth per link, "
-    "one-way, 9e10 bytes/s",
+    link_source=f"{ICI_TABLE}, one-way, 9e10 bytes/s",
     hop_latency_s=1e-6,
     latency_source="The Scaling Book, 'Sharded Matrices and How to Multiply Them' "
     f"({SCALING_BOOK_SHARDING}), 'A note on ICI latency': about 1 us per hop",
@@ -86,9 +87,7 @@ TPU_V5P_BOTH_WAYS = dataclasses.replace(
     TPU_V5P,
     name="TPU v5p, both directions",
     link_bytes_per_s=1.8e11,
-    link_source="The Scaling Book, 'How to Think About TPUs' "
-    f"({SCALING_BOOK_TPUS}), interconnect table: TPU v5p ICI bandwidth per link, "
-    "bidi, 1.8e11 bytes/s; its collective costs use it for a full ring "
+    link_source=f"{ICI_TABLE}, bidi, 1.8e11 bytes/s; its collective costs use it for a full ring "
     f"({SCALING_BOOK_SHARDING})",
 )
 """The same ring run both ways at once: each direction carries half of what a rank sends."""
@@ -140,11 +139,6 @@ def finish_functions(mesh: Mesh) -> dict[str, Callable]:
         kind: jax.jit(shard_map(finish, mesh=mesh, in_specs=P("k"), out_specs=out_specs))
         for kind, (finish, out_specs) in finishes.items()
     }
-
-
-def measurement_bytes(rank_counts: Sequence[int], rows: int, cols: int) -> int:
-    """Memory the measurement may need: every rank's partial, an all-reduced copy and the shards."""
-    return sum(3 * n * rows * cols * 4 for n in rank_counts)
 
 
 def time_finishes(
@@ -208,8 +202,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     with reported(args.debug):
+        nbytes = sum(3 * n * args.rows * args.cols * 4 for n in args.ranks)  # partial, sum, shard
         check_memory(
-            measurement_bytes(args.ranks, args.rows, args.cols),
+            nbytes,
             f"--ranks {' '.join(map(str, args.ranks))} --rows {args.rows} --cols {args.cols}",
         )
         setup_devices(max(args.ranks))

@@ -115,14 +115,6 @@ EXPLICIT_FORMS = {
 }
 """The sharding-in-types forms of the exchange, each jitted under the explicit mesh."""
 
-FORM_TITLES = {
-    "dot_unreduced": 'jnp.dot(a, b, out_sharding=P(None, None, unreduced={"k"}))',
-    "dot_unreduced_then_reshard": 'jax.sharding.reshard(partials, P("k", None))',
-    "dot_out_sharding_rows": 'jnp.dot(a, b, out_sharding=P("k", None))',
-    "shard_map_psum_scatter": 'shard_map: jax.lax.psum_scatter(a @ b, "k", ...)',
-}
-"""How each form of :func:`explicit_mode` is written, for a table."""
-
 FINISH_OPCODES = ("reduce-scatter", "all-reduce", "all-gather", "dynamic-slice")
 """The opcodes that show how a compiled program finishes partial sums."""
 
@@ -130,15 +122,6 @@ FINISH_OPCODES = ("reduce-scatter", "all-reduce", "all-gather", "dynamic-slice")
 def compiled_collectives(function: Callable, *args: jax.Array) -> dict[str, int]:
     """How many of each :data:`FINISH_OPCODES` the compiled ``function`` has."""
     return opcode_counts(function.lower(*args).compile().as_text(), *FINISH_OPCODES)
-
-
-def finish_ops(counts: dict[str, int]) -> str:
-    """The opcodes a :func:`compiled_collectives` count found: ``1 all-reduce + 1 dynamic-slice``.
-
-    >>> finish_ops({"reduce-scatter": 0, "all-reduce": 1, "dynamic-slice": 1})
-    '1 all-reduce + 1 dynamic-slice'
-    """
-    return " + ".join(f"{n} {opcode}" for opcode, n in counts.items() if n) or "none"
 
 
 def explicit_mode(a: jax.Array, b: jax.Array, mesh: Mesh) -> dict:

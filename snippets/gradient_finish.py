@@ -101,17 +101,6 @@ def lm_head_threshold_table(
     ]
 
 
-def threshold_grid(rows: Sequence[dict]) -> list[dict]:
-    """One line per (dtype, emb), a column per shard count: bytes, fuses, and the boundary marked."""
-    grid: dict[tuple[str, int], dict] = {}
-    for row in rows:
-        line = grid.setdefault((row["dtype"], row["emb"]), {k: row[k] for k in ("dtype", "emb")})
-        verdict = "fuses" if row["fuses"] else "**no**"
-        edge = " (boundary)" if row["per_shard_bytes"] == FUSION_THRESHOLD_BYTES else ""
-        line[f"{row['shards']} shards"] = f"{row['per_shard_bytes']} B, {verdict}{edge}"
-    return list(grid.values())
-
-
 def threshold_report() -> dict:
     """The fusion rule and its table, as ``python -m snippets.reduce_scatter --threshold`` has them."""
     return {
@@ -142,25 +131,6 @@ def lm_head_gradient_costs(
     return rows
 
 
-def cost_table(rows: Sequence[dict]) -> list[dict]:
-    """Rows of :func:`lm_head_gradient_costs` as a table: readable numbers under short titles."""
-    return [
-        {
-            "emb": row["emb"],
-            "dtype": row["dtype"],
-            "finish": row["collective"],
-            "bytes sent per rank": f"{row['bytes_per_rank']:,}",
-            "model (us)": f"{row['predicted_us']:.0f}",
-            "x reduce-scatter": f"{row['ratio_to_reduce_scatter']:.2f}",
-        }
-        for row in rows
-    ]
-
-
-DESIGN_DOC = (
-    "MaxText's design doc docs/guides/optimization/shard_mode_performance.md, in open PR "
-    "https://github.com/AI-Hypercomputer/maxtext/pull/5091"
-)
 DESIGN_DOC_MEASURED = {"reduce-scatter": (91.7e9, 99.3e9), "all-reduce": (130.1e9, 138.8e9)}
 """Bytes per device per second MaxText's design doc measured on TPU v5p (4 devices), llama2's bf16
 vocab gradient (section 4.2: "91.7-99.3 GB/s versus 130.1-138.8 GB/s for the all-reduce")."""
@@ -191,22 +161,16 @@ def design_doc_comparison(
     return rows
 
 
-def comparison_table(rows: Sequence[dict]) -> list[dict]:
-    """Rows of :func:`design_doc_comparison` as a table: readable numbers under short titles."""
-    return [
-        {
-            "collective": row["collective"],
-            "MB sent per device": f"{row['bytes_per_rank'] / 1e6:.2f}",
-            "doc's GB/s as us": f"{row['measured_us_min']:.0f}-{row['measured_us_max']:.0f}",
-            "model, one way": f"{row['model_us_one-way']:.0f}",
-            "model, both ways": f"{row['model_us_bidirectional']:.0f}",
-        }
-        for row in rows
-    ]
-
-
 def cost_model_report() -> dict:
     """The TPU v5p cost model of the finish; top-level bandwidth and rows are the one-way case."""
+    cases = {
+        case: {
+            "bandwidth_bytes_per_s": link.link_bytes_per_s,
+            "source": link.link_source,
+            "rows": lm_head_gradient_costs(link=link),
+        }
+        for case, link in BANDWIDTH_CASES.items()
+    }
     return {
         "model": "ring collective: hops x hop latency + bytes sent per rank / link bandwidth, "
         "plus reading and writing one shard for the slice; a model, not a measurement",
@@ -217,17 +181,11 @@ def cost_model_report() -> dict:
         "latency_source": TPU_V5P.latency_source,
         "memory_bytes_per_s": TPU_V5P.memory_bytes_per_s,
         "memory_source": TPU_V5P.memory_source,
-        "rows": lm_head_gradient_costs(),
-        "bandwidth_cases": {
-            case: {
-                "bandwidth_bytes_per_s": link.link_bytes_per_s,
-                "source": link.link_source,
-                "rows": lm_head_gradient_costs(link=link),
-            }
-            for case, link in BANDWIDTH_CASES.items()
-        },
+        "rows": cases["one-way"]["rows"],
+        "bandwidth_cases": cases,
         "design_doc_measured": {
-            "source": f"{DESIGN_DOC}, section 4.2",
+            "source": "MaxText's design doc docs/guides/optimization/shard_mode_performance.md, "
+            "in open PR https://github.com/AI-Hypercomputer/maxtext/pull/5091, section 4.2",
             "rows": design_doc_comparison(),
         },
     }

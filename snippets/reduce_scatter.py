@@ -106,29 +106,6 @@ def walkthrough(
     } | ({"explicit_mode": exchange.explicit_mode(*blocks, mesh)} if explicit else {})
 
 
-def bytes_table(ranks: Sequence[int] = (2, 4, 8), rows: int = 8, inner: int = 8) -> list[dict]:
-    """Bytes per rank (RS reduce-scatter, AG all-gather, AR all-reduce) on random ``[rows, 2]``."""
-    rng = np.random.default_rng(0)
-    table = []
-    for n in ranks:
-        a = rng.integers(-9, 10, (rows, inner)).astype(np.float32)
-        report = walkthrough(n, a, rng.integers(-9, 10, (inner, 2)).astype(np.float32))
-        sent, hlo = report["bytes_per_rank"], report["hlo_bytes_per_rank"]
-        table.append(
-            {
-                "ranks": n,
-                "C": f"{rows}x2 f32 ({rows * 2 * 4} B)",
-                "RS, schedule (B)": sent["reduce_scatter"],
-                "RS, HLO (B)": hlo["reduce_scatter"],
-                "AG, schedule (B)": sent["all_gather"],
-                "AG, HLO (B)": hlo["all_gather"],
-                "AR, HLO (B)": hlo["all_reduce"],
-                "exact": report["reference_equal"],
-            }
-        )
-    return table
-
-
 def walkthrough_bytes(ranks: int) -> int:
     """Memory the walkthrough may need: a device per rank, 2 r (r - 1) transfers of ~1.5 KB."""
     return ranks * SIMULATED_DEVICE_BYTES + 4096 * ranks**2
