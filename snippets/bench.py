@@ -1,28 +1,22 @@
 """Step time of every (shard mode x head variant), compiled on one mesh and timed interleaved.
 
-``python -m snippets.bench [--full] [--json] [--devices N]``: the quick setting
-runs in seconds (the docs build uses it); ``--full`` is a larger setting of ours
-(512 tokens, emb 512, vocab 32000), not the source's. Medians with min and max,
-and ratios to auto/EV from the same run: each round's time over auto/EV's time
-in that round, with their median, range and verdict. Simulated CPU devices share
-the host's cores, and with several of them auto/EV keeps the same relayout as
-explicit/EV, so these timings cannot isolate the relayout and say nothing about
-TPU speed.
+``python -m snippets.bench [--full] [--json] [--devices N] [--mesh M]``; ``--full`` is a larger
+setting of ours, not the source's. CPU timings: they say nothing about TPU speed.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from snippets.cli import Parser, check_memory, positive_int, reported, run_module
 from snippets.devices import setup_devices
 from snippets.lowering import MESH_LAYOUTS, StepConfig, build_step, every_mode_and_variant
-from snippets.tables import markdown_table
+from snippets.tables import print_report
 from snippets.timing import interleaved, milliseconds, ratio_range, verdict
 
-QUICK = {"emb": 128, "vocab": 2048, "batch": 8, "seq": 32, "repeats": 7}
-FULL = {"emb": 512, "vocab": 32000, "batch": 8, "seq": 64, "repeats": 15}
+QUICK = {"emb": 128, "vocab": 2048, "batch": 8, "seq": 32}, 7
+FULL = {"emb": 512, "vocab": 32000, "batch": 8, "seq": 64}, 15
+"""Sizes and interleaved repeats of the quick setting (the docs build's) and of ``--full``."""
 
 
 def bench(base: StepConfig, repeats: int, warmup: int = 2) -> list[dict]:
@@ -47,28 +41,6 @@ def bench(base: StepConfig, repeats: int, warmup: int = 2) -> list[dict]:
     return rows
 
 
-def timing_rows(rows: Sequence[dict]) -> list[dict]:
-    """Rows of :func:`bench` as a table: milliseconds and ratios with their ranges, and verdicts."""
-    return [
-        {
-            "mode": r["mode"],
-            "variant": r["variant"],
-            "median (ms)": f"{r['median_ms']:.2f}",
-            "min - max (ms)": f"{r['min_ms']:.2f} - {r['max_ms']:.2f}",
-            "ratio to auto EV [min, max]": f"{r['ratio_to_auto_EV']:.3f} "
-            f"[{r['ratio_min']:.3f}, {r['ratio_max']:.3f}]",
-            "verdict": r["verdict"],
-        }
-        for r in rows
-    ]
-
-
-def settings(full: bool) -> tuple[dict, int]:
-    """Sizes and repeat count of the quick or full setting."""
-    chosen = dict(FULL if full else QUICK)
-    return chosen, chosen.pop("repeats")
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the timing table."""
     parser = Parser(__doc__)
@@ -79,19 +51,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--devices", type=positive_int, default=4)
     parser.add_argument("--mesh", choices=tuple(MESH_LAYOUTS), default="dp")
     args = parser.parse_args(argv)
-    sizes, repeats = settings(args.full)
+    sizes, repeats = FULL if args.full else QUICK
     with reported(args.debug):
         base = StepConfig(devices=args.devices, mesh=args.mesh, **sizes)
         runs = len(every_mode_and_variant(base))
         check_memory(runs * base.step_bytes, f"{runs} steps of {sizes}")
         setup_devices(args.devices)
         rows = bench(base, repeats)
-    if args.json:
-        report = {"sizes": sizes, "devices": args.devices, "mesh": args.mesh, "rows": rows}
-        print(json.dumps(report, indent=2))
-        return
-    print(f"{args.devices} devices, mesh {args.mesh}, {sizes}, {repeats} interleaved repeats")
-    print(markdown_table(timing_rows(rows)))
+    report = {"sizes": sizes, "devices": args.devices, "mesh": args.mesh, "rows": rows}
+    print_report(report, args.json)
 
 
 if __name__ == "__main__":

@@ -1,15 +1,12 @@
 """What a finishing collective costs: the ring model, priced for TPU v5p, and a CPU measurement.
 
-The model, not a measurement: a ring collective over N ranks takes about ``hops x hop
-latency + bytes each rank sends / link bandwidth``, priced with a one-way and a both-ways
-link bandwidth (:data:`BANDWIDTH_CASES`). ``python -m snippets.collective_cost [--ranks N ...]
-[--rows R] [--cols C] [--repeats K] [--json]`` times the two collectives on simulated CPUs.
+``python -m snippets.collective_cost [--ranks N ...] [--rows R] [--cols C] [--repeats K] [--json]``
+times reduce-scatter against all-reduce on simulated CPUs.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from functools import partial
@@ -22,14 +19,14 @@ from jax.sharding import PartitionSpec as P
 
 from snippets.cli import Parser, check_memory, positive_int, reported, run_module
 from snippets.devices import make_mesh, setup_devices
+from snippets.tables import print_report
 from snippets.timing import interleaved, milliseconds, ratio_range, verdict
 
 
 def ring_bytes_per_rank(kind: str, result_bytes: int, ranks: int) -> float:
-    """Bytes one rank sends for a collective whose per-rank result has ``result_bytes``.
+    """Bytes one rank sends: ``(N-1)/N`` of the full tensor, twice that for an all-reduce.
 
-    Ring model: reduce-scatter and all-gather send ``(N-1)/N`` of the full
-    tensor, all-reduce twice that; a collective-permute sends its buffer once.
+    A collective-permute sends its buffer once.
 
     >>> ring_bytes_per_rank("reduce-scatter", result_bytes=8, ranks=2)
     8
@@ -67,15 +64,16 @@ class Interconnect:
     memory_source: str
 
 
-SCALING_BOOK_TPUS = "https://jax-ml.github.io/scaling-book/tpus/"
+ICI_TABLE = (
+    "The Scaling Book, 'How to Think About TPUs' (https://jax-ml.github.io/scaling-book/tpus/), "
+    "interconnect table: TPU v5p ICI bandwidth per link"
+)
 SCALING_BOOK_SHARDING = "https://jax-ml.github.io/scaling-book/sharding/"
 
 TPU_V5P = Interconnect(
     name="TPU v5p, one way",
     link_bytes_per_s=9e10,
-    link_source="The Scaling Book, 'How to Think About TPUs' "
-    f"({SCALING_BOOK_TPUS}), interconnect table: TPU v5p ICI bandwidth per link, "
-    "one-way, 9e10 bytes/s",
+    link_source=f"{ICI_TABLE}, one-way, 9e10 bytes/s",
     hop_latency_s=1e-6,
     latency_source="The Scaling Book, 'Sharded Matrices and How to Multiply Them' "
     f"({SCALING_BOOK_SHARDING}), 'A note on ICI latency': about 1 us per hop",
@@ -89,9 +87,7 @@ TPU_V5P_BOTH_WAYS = dataclasses.replace(
     TPU_V5P,
     name="TPU v5p, both directions",
     link_bytes_per_s=1.8e11,
-    link_source="The Scaling Book, 'How to Think About TPUs' "
-    f"({SCALING_BOOK_TPUS}), interconnect table: TPU v5p ICI bandwidth per link, "
-    "bidi, 1.8e11 bytes/s; its collective costs use it for a full ring "
+    link_source=f"{ICI_TABLE}, bidi, 1.8e11 bytes/s; its collective costs use it for a full ring "
     f"({SCALING_BOOK_SHARDING})",
 )
 """The same ring run both ways at once: each direction carries half of what a rank sends."""
@@ -135,21 +131,14 @@ def finish_cost(finish: str, tensor_bytes: int, ranks: int, link: Interconnect =
 
 def finish_functions(mesh: Mesh) -> dict[str, Callable]:
     """Reduce-scatter and all-reduce of each rank's partial block along ``mesh``'s axis ``k``."""
-
-    def on_ranks(finish: Callable, out_specs: P) -> Callable:
-        return jax.jit(shard_map(finish, mesh=mesh, in_specs=P("k"), out_specs=out_specs))
-
-    return {
-        "reduce-scatter": on_ranks(
-            partial(jax.lax.psum_scatter, axis_name="k", tiled=True), P("k")
-        ),
-        "all-reduce": on_ranks(partial(jax.lax.psum, axis_name="k"), P()),
+    finishes = {
+        "reduce-scatter": (partial(jax.lax.psum_scatter, axis_name="k", tiled=True), P("k")),
+        "all-reduce": (partial(jax.lax.psum, axis_name="k"), P()),
     }
-
-
-def measurement_bytes(rank_counts: Sequence[int], rows: int, cols: int) -> int:
-    """Memory the measurement may need: every rank's partial, an all-reduced copy and the shards."""
-    return sum(3 * n * rows * cols * 4 for n in rank_counts)
+    return {
+        kind: jax.jit(shard_map(finish, mesh=mesh, in_specs=P("k"), out_specs=out_specs))
+        for kind, (finish, out_specs) in finishes.items()
+    }
 
 
 def time_finishes(
@@ -157,8 +146,7 @@ def time_finishes(
 ) -> dict:
     """Time reduce-scatter against all-reduce of a float32 ``[rows, cols]`` partial on each rank.
 
-    The runs are interleaved (:func:`snippets.timing.interleaved`); ratios are all-reduce over
-    reduce-scatter within a round, and the model's ratio is the ring's bytes ratio.
+    Ratios are all-reduce over reduce-scatter within a round; the model's is the bytes ratio.
     """
     if bad := [n for n in rank_counts if n < 2 or rows % n]:
         raise ValueError(
@@ -202,15 +190,6 @@ def time_finishes(
     }
 
 
-def ratio_line(ratio: dict) -> str:
-    """A ratio of :func:`time_finishes` in words, with its verdict against the model's bytes ratio."""
-    return (
-        f"{ratio['ranks']} ranks: all-reduce / reduce-scatter {ratio['ratio_median']:.2f} "
-        f"[{ratio['ratio_min']:.2f}, {ratio['ratio_max']:.2f}]; against the model's "
-        f"{ratio['model_bytes_ratio']:g}x: {ratio['against_model']}"
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """Time reduce-scatter against all-reduce on CPU and print the ratios beside the model's."""
     parser = Parser(__doc__)
@@ -223,23 +202,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     with reported(args.debug):
+        nbytes = sum(3 * n * args.rows * args.cols * 4 for n in args.ranks)  # partial, sum, shard
         check_memory(
-            measurement_bytes(args.ranks, args.rows, args.cols),
+            nbytes,
             f"--ranks {' '.join(map(str, args.ranks))} --rows {args.rows} --cols {args.cols}",
         )
         setup_devices(max(args.ranks))
         report = time_finishes(args.ranks, args.rows, args.cols, args.repeats)
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return
-    print(f"f32[{args.rows},{args.cols}] partial per rank, {args.repeats} interleaved rounds (CPU)")
-    for t in report["timings"]:
-        print(
-            f"{t['ranks']} ranks {t['collective']:>14}: median {t['median_ms']:.3f} ms "
-            f"[{t['min_ms']:.3f}, {t['max_ms']:.3f}]"
-        )
-    for ratio in report["ratios"]:
-        print(ratio_line(ratio))
+    print_report(report, args.json)
 
 
 if __name__ == "__main__":

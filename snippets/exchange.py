@@ -1,9 +1,5 @@
-"""The lesson's exchange, ``C = A @ B`` split over the contraction, written two ways.
-
-With ``shard_map`` each rank multiplies its blocks into a partial sum of the whole
-of ``C``, and a collective finishes the sums: reduce-scatter leaves rank r its
-row block, all-reduce every row on every rank. In explicit mode the partial sums
-are an *unreduced* array, and ``reshard`` or the dot's ``out_sharding`` finishes them.
+"""The lesson's exchange, ``C = A @ B`` split over the contraction: with ``shard_map`` and a
+collective, and in explicit mode, where ``reshard`` or ``out_sharding`` finishes unreduced sums.
 """
 
 from __future__ import annotations
@@ -119,14 +115,6 @@ EXPLICIT_FORMS = {
 }
 """The sharding-in-types forms of the exchange, each jitted under the explicit mesh."""
 
-FORM_TITLES = {
-    "dot_unreduced": 'jnp.dot(a, b, out_sharding=P(None, None, unreduced={"k"}))',
-    "dot_unreduced_then_reshard": 'jax.sharding.reshard(partials, P("k", None))',
-    "dot_out_sharding_rows": 'jnp.dot(a, b, out_sharding=P("k", None))',
-    "shard_map_psum_scatter": 'shard_map: jax.lax.psum_scatter(a @ b, "k", ...)',
-}
-"""How each form of :func:`explicit_mode` is written, for a table."""
-
 FINISH_OPCODES = ("reduce-scatter", "all-reduce", "all-gather", "dynamic-slice")
 """The opcodes that show how a compiled program finishes partial sums."""
 
@@ -136,20 +124,8 @@ def compiled_collectives(function: Callable, *args: jax.Array) -> dict[str, int]
     return opcode_counts(function.lower(*args).compile().as_text(), *FINISH_OPCODES)
 
 
-def finish_ops(counts: dict[str, int]) -> str:
-    """The opcodes a :func:`compiled_collectives` count found: ``1 all-reduce + 1 dynamic-slice``.
-
-    >>> finish_ops({"reduce-scatter": 0, "all-reduce": 1, "dynamic-slice": 1})
-    '1 all-reduce + 1 dynamic-slice'
-    """
-    return " + ".join(f"{n} {opcode}" for opcode, n in counts.items() if n) or "none"
-
-
 def explicit_mode(a: jax.Array, b: jax.Array, mesh: Mesh) -> dict:
-    """The exchange without ``shard_map``: unreduced partials, finished rows, compiled ops per form.
-
-    ``shard_map_psum_scatter`` is the :func:`reduce_scatter` form, for comparison.
-    """
+    """The exchange without ``shard_map`` (and :func:`reduce_scatter`'s form): its results and ops."""
     with jax.set_mesh(mesh):
         unreduced = jax.jit(partial_sums)(a, b)
         rows = jax.jit(finish_by_reshard)(a, b)

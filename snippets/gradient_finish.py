@@ -1,8 +1,6 @@
 """How the LM head's weight gradient is finished, when a TPU fuses the finish, and what it costs.
 
-The compiled step shows the finish on each mesh; the source's ~512-byte rule says when
-a TPU fuses all-reduce + dynamic-slice into a reduce-scatter; and the ring model of
-:mod:`snippets.collective_cost` prices both finishes beside what MaxText's design doc measured.
+Printed by ``python -m snippets.reduce_scatter --threshold`` and ``--cost-model``.
 """
 
 from __future__ import annotations
@@ -30,8 +28,7 @@ from snippets.lowering import MESH_LAYOUTS, StepConfig, lower_step
 def lm_head_gradient_finish(mesh: str, mode: str = "explicit") -> dict:
     """How the LM-head step's compiled program finishes the head kernel's gradient on ``mesh``.
 
-    Reads the gradient's per-rank shape from the step's outputs, its collectives, and the
-    dynamic-slices that cut a shard of that size out of a full all-reduced gradient.
+    Its per-rank shape, collectives, and the dynamic-slices that cut a shard of that size.
     """
     config = StepConfig(mesh=mesh, mode=mode)
     lowered = lower_step(config)
@@ -66,9 +63,8 @@ def lm_head_gradient_finish(mesh: str, mode: str = "explicit") -> dict:
 
 
 FUSION_THRESHOLD_BYTES = 512
-"""Per the source PR, the TPU compiler rejects fusing all-reduce + dynamic-slice into a
-reduce-scatter when the per-shard minor-most extent is below ~512 bytes (one 128-lane x 32-bit
-vreg row), independent of dtype. :func:`fuses` is that rule; the ``~`` is the source's."""
+"""Per the source PR, a TPU fuses all-reduce + dynamic-slice into a reduce-scatter only when the
+per-shard minor-most extent is at least ~512 bytes (one 128-lane x 32-bit vreg row), any dtype."""
 
 
 def fuses(per_shard_bytes: int) -> bool:
@@ -94,10 +90,7 @@ def lm_head_threshold_table(
     dtypes: Sequence[str] = ("bf16", "f32"),
     shards: Sequence[PositiveInt] = (2, 4, 8),
 ) -> list[dict]:
-    """The rule for the ``[vocab, emb]`` gradient with ``emb`` split over the shards.
-
-    A shard's minor-most extent is ``emb / shards`` elements.
-    """
+    """The rule for the ``[vocab, emb]`` gradient: a shard's minor-most extent is ``emb / shards``."""
     if bad := [(emb, n) for emb in embs for n in shards if emb % n]:
         raise ValueError(f"emb {bad[0][0]} does not divide over {bad[0][1]} shards.")
     grid = itertools.product(dtypes, embs, shards)
@@ -106,20 +99,6 @@ def lm_head_threshold_table(
         {"emb": emb, "dtype": dtype, "shards": n, "per_shard_bytes": size, "fuses": fuses(size)}
         for (dtype, emb, n), size in sizes.items()
     ]
-
-
-def threshold_grid(rows: Sequence[dict]) -> list[dict]:
-    """One line per (dtype, emb), one column per shard count: bytes, and whether it fuses.
-
-    A shard exactly at the threshold is marked, since there the rule's ``>=`` decides.
-    """
-    grid: dict[tuple[str, int], dict] = {}
-    for row in rows:
-        line = grid.setdefault((row["dtype"], row["emb"]), {k: row[k] for k in ("dtype", "emb")})
-        verdict = "fuses" if row["fuses"] else "**no**"
-        edge = " (boundary)" if row["per_shard_bytes"] == FUSION_THRESHOLD_BYTES else ""
-        line[f"{row['shards']} shards"] = f"{row['per_shard_bytes']} B, {verdict}{edge}"
-    return list(grid.values())
 
 
 def threshold_report() -> dict:
@@ -152,39 +131,17 @@ def lm_head_gradient_costs(
     return rows
 
 
-def cost_table(rows: Sequence[dict]) -> list[dict]:
-    """Rows of :func:`lm_head_gradient_costs` as a table: readable numbers under short titles."""
-    return [
-        {
-            "emb": row["emb"],
-            "dtype": row["dtype"],
-            "finish": row["collective"],
-            "bytes sent per rank": f"{row['bytes_per_rank']:,}",
-            "model (us)": f"{row['predicted_us']:.0f}",
-            "x reduce-scatter": f"{row['ratio_to_reduce_scatter']:.2f}",
-        }
-        for row in rows
-    ]
-
-
-DESIGN_DOC = (
-    "MaxText's design doc docs/guides/optimization/shard_mode_performance.md, in open PR "
-    "https://github.com/AI-Hypercomputer/maxtext/pull/5091"
-)
 DESIGN_DOC_MEASURED = {"reduce-scatter": (91.7e9, 99.3e9), "all-reduce": (130.1e9, 138.8e9)}
-"""Bandwidth MaxText's design doc measured on TPU v5p (4 devices) for llama2's bf16 vocab gradient,
-in bytes sent per device per second (section 4.2: "91.7-99.3 GB/s versus 130.1-138.8 GB/s for the
-all-reduce, so the win is 0.66-0.76x time"). The doc's times are not printed; each is the
-per-device wire bytes over its bandwidth, which gives back the doc's 0.66-0.76x."""
+"""Bytes per device per second MaxText's design doc measured on TPU v5p (4 devices), llama2's bf16
+vocab gradient (section 4.2: "91.7-99.3 GB/s versus 130.1-138.8 GB/s for the all-reduce")."""
 
 
 def design_doc_comparison(
     vocab: int = 32000, emb: int = 512, shards: int = 4, dtype: str = "bf16"
 ) -> list[dict]:
-    """Each collective's time as MaxText's design doc measured it, beside the model's two cases.
+    """Each collective's time as the design doc measured it (bytes over its bandwidth), and modelled.
 
-    The defaults are the doc's llama2 vocab gradient (bf16 ``[512, 32000]``, 4 devices). Model
-    times are the collective alone, without the slice.
+    The defaults are the doc's gradient; model times are the collective alone, without the slice.
     """
     rows = []
     for kind, (slowest, fastest) in DESIGN_DOC_MEASURED.items():
@@ -204,25 +161,16 @@ def design_doc_comparison(
     return rows
 
 
-def comparison_table(rows: Sequence[dict]) -> list[dict]:
-    """Rows of :func:`design_doc_comparison` as a table: readable numbers under short titles."""
-    return [
-        {
-            "collective": row["collective"],
-            "MB sent per device": f"{row['bytes_per_rank'] / 1e6:.2f}",
-            "doc's GB/s as us": f"{row['measured_us_min']:.0f}-{row['measured_us_max']:.0f}",
-            "model, one way": f"{row['model_us_one-way']:.0f}",
-            "model, both ways": f"{row['model_us_bidirectional']:.0f}",
-        }
-        for row in rows
-    ]
-
-
 def cost_model_report() -> dict:
-    """The TPU v5p cost model of the gradient's finish, as ``--cost-model`` prints it.
-
-    The top-level bandwidth and rows are the one-way case; ``bandwidth_cases`` holds both.
-    """
+    """The TPU v5p cost model of the finish; top-level bandwidth and rows are the one-way case."""
+    cases = {
+        case: {
+            "bandwidth_bytes_per_s": link.link_bytes_per_s,
+            "source": link.link_source,
+            "rows": lm_head_gradient_costs(link=link),
+        }
+        for case, link in BANDWIDTH_CASES.items()
+    }
     return {
         "model": "ring collective: hops x hop latency + bytes sent per rank / link bandwidth, "
         "plus reading and writing one shard for the slice; a model, not a measurement",
@@ -233,17 +181,11 @@ def cost_model_report() -> dict:
         "latency_source": TPU_V5P.latency_source,
         "memory_bytes_per_s": TPU_V5P.memory_bytes_per_s,
         "memory_source": TPU_V5P.memory_source,
-        "rows": lm_head_gradient_costs(),
-        "bandwidth_cases": {
-            case: {
-                "bandwidth_bytes_per_s": link.link_bytes_per_s,
-                "source": link.link_source,
-                "rows": lm_head_gradient_costs(link=link),
-            }
-            for case, link in BANDWIDTH_CASES.items()
-        },
+        "rows": cases["one-way"]["rows"],
+        "bandwidth_cases": cases,
         "design_doc_measured": {
-            "source": f"{DESIGN_DOC}, section 4.2",
+            "source": "MaxText's design doc docs/guides/optimization/shard_mode_performance.md, "
+            "in open PR https://github.com/AI-Hypercomputer/maxtext/pull/5091, section 4.2",
             "rows": design_doc_comparison(),
         },
     }

@@ -1,16 +1,10 @@
 """Reduce-scatter step by step: the lesson's 2x2 exchange, on N ranks, with its bytes counted twice.
 
-:func:`walkthrough` runs every form of :mod:`snippets.exchange` (``A = [[1, 2], [3, 4]]``,
-``B = [[5, 6], [7, 8]]`` on two ranks, integer matrices on more) and counts the bytes
-each rank sends: from the exchange's schedule, and from the compiled HLO.
-
-Run ``python -m snippets.reduce_scatter [--ranks N | --threshold | --cost-model] [--json]``;
-the last two print :mod:`snippets.gradient_finish`'s TPU fusion rule and cost model.
+Run ``python -m snippets.reduce_scatter [--ranks N | --threshold | --cost-model] [--json]``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 
@@ -30,7 +24,7 @@ from snippets.cli import (
 )
 from snippets.devices import SIMULATED_DEVICE_BYTES, setup_devices
 from snippets.hlo import collectives
-from snippets.tables import markdown_table
+from snippets.tables import print_report
 
 STEPS = ("reduce-scatter", "all-gather")
 """The two steps of the direct exchange: finish the partial rows, then hand the rows out."""
@@ -79,10 +73,9 @@ def walkthrough(
     b: np.ndarray = exchange.SEED_B,
     explicit: bool = True,
 ) -> dict:
-    """Every step of the exchange for ``ranks`` ranks, with results, checks and byte counts.
+    """Every step of the exchange on ``ranks`` ranks, with results, checks and byte counts.
 
-    With one rank the collectives move zero bytes. ``explicit=False`` leaves out
-    :func:`~snippets.exchange.explicit_mode`, whose ``unreduced`` type needs JAX 0.12.
+    ``explicit=False`` leaves out :func:`~snippets.exchange.explicit_mode` (it needs JAX 0.12).
     """
     messages = schedule(rows=a.shape[0], cols=b.shape[1], ranks=ranks, itemsize=a.dtype.itemsize)
     mesh = exchange.contraction_mesh(ranks)
@@ -113,32 +106,6 @@ def walkthrough(
     } | ({"explicit_mode": exchange.explicit_mode(*blocks, mesh)} if explicit else {})
 
 
-def bytes_table(ranks: Sequence[int] = (2, 4, 8), rows: int = 8, inner: int = 8) -> list[dict]:
-    """Bytes per rank from the schedule and the HLO, on random integer ``[rows, 2]`` products.
-
-    RS is reduce-scatter, AG all-gather, AR all-reduce.
-    """
-    rng = np.random.default_rng(0)
-    table = []
-    for n in ranks:
-        a = rng.integers(-9, 10, (rows, inner)).astype(np.float32)
-        report = walkthrough(n, a, rng.integers(-9, 10, (inner, 2)).astype(np.float32))
-        sent, hlo = report["bytes_per_rank"], report["hlo_bytes_per_rank"]
-        table.append(
-            {
-                "ranks": n,
-                "C": f"{rows}x2 f32 ({rows * 2 * 4} B)",
-                "RS, schedule (B)": sent["reduce_scatter"],
-                "RS, HLO (B)": hlo["reduce_scatter"],
-                "AG, schedule (B)": sent["all_gather"],
-                "AG, HLO (B)": hlo["all_gather"],
-                "AR, HLO (B)": hlo["all_reduce"],
-                "exact": report["reference_equal"],
-            }
-        )
-    return table
-
-
 def walkthrough_bytes(ranks: int) -> int:
     """Memory the walkthrough may need: a device per rank, 2 r (r - 1) transfers of ~1.5 KB."""
     return ranks * SIMULATED_DEVICE_BYTES + 4096 * ranks**2
@@ -165,20 +132,6 @@ def walkthrough_report(ranks: int) -> dict:
     return walkthrough(ranks, a, np.arange(ranks * 2, dtype=np.float32).reshape(ranks, 2))
 
 
-def print_walkthrough(report: dict) -> None:
-    """The walkthrough as text, one line per fact."""
-    for rank, (partial, shard, full) in enumerate(
-        zip(report["partials"], report["shards"], report["gathered"], strict=True)
-    ):
-        print(f"rank {rank}: partial {partial}  reduce-scatter -> {shard}  all-gather -> {full}")
-    print(f"equals the dense reference: {report['reference_equal']}")
-    print(f"concatenating the partials instead gives shape {tuple(report['concatenated_shape'])}")
-    print(f"bytes per rank (schedule): {report['bytes_per_rank']}; total {report['bytes_total']}")
-    print(f"bytes per rank (HLO, ring model): {report['hlo_bytes_per_rank']}")
-    for form, ops in report["explicit_mode"]["compiled_collectives"].items():
-        print(f"compiled {form}: {exchange.finish_ops(ops)}")
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the walkthrough for ``--ranks`` ranks, the fusion threshold table or the cost model."""
     parser = Parser(__doc__)
@@ -197,20 +150,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             report = gradient_finish.cost_model_report()
         else:
             report = walkthrough_report(args.ranks)
-    if args.json:
-        print(json.dumps(report, indent=2))
-    elif args.threshold:
-        print(f"{report['rule']}: {report['source']}")
-        print(markdown_table(gradient_finish.threshold_grid(report["rows"])))
-    elif args.cost_model:
-        print(f"{report['model']}; {report['latency_source']}")
-        for case in report["bandwidth_cases"].values():
-            print(f"{case['source']}:\n{markdown_table(gradient_finish.cost_table(case['rows']))}")
-        measured = report["design_doc_measured"]
-        table = markdown_table(gradient_finish.comparison_table(measured["rows"]))
-        print(f"measured, {measured['source']}:\n{table}")
-    else:
-        print_walkthrough(report)
+    print_report(report, args.json)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,6 @@
 """Timing on a shared machine: runs interleaved round by round, ratios within a round, a verdict.
 
-Every run takes one turn per round, so a slow moment falls on all of them alike;
-each run's time is then divided by a reference run's time in the same round.
+A slow moment falls on every run of its round alike, and cancels in the round's ratios.
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ from snippets.gradient_finish import (
     FUSION_THRESHOLD_BYTES,
     lm_head_gradient_finish,
     lm_head_threshold_table,
-    threshold_grid,
 )
 from snippets.reduce_scatter import main, schedule, schedule_bytes_per_rank, walkthrough
 
@@ -181,16 +180,6 @@ def test_threshold_at_four_shards():
         ("f32", 2048): True,
         ("f32", 4096): True,
     }
-
-
-def test_threshold_grid_marks_the_boundary():
-    grid = threshold_grid(lm_head_threshold_table(dtypes=("bf16",), shards=(4,)))
-    assert [line["4 shards"] for line in grid] == [
-        "256 B, **no**",
-        "512 B, fuses (boundary)",
-        "1024 B, fuses",
-        "2048 B, fuses",
-    ]
 
 
 def test_cli_threshold_json(capsys):
