@@ -18,15 +18,22 @@ def markdown_table(rows: Sequence[Mapping], headers: Mapping[str, str] | None = 
     """
     headers = headers or {key: key for key in rows[0]}
     lines = ["| " + " | ".join(headers.values()) + " |", "|" + " --- |" * len(headers)]
-    lines += ["| " + " | ".join(str(row[key]) for key in headers) + " |" for row in rows]
+    lines += ["| " + " | ".join(_text(row[key]) for key in headers) + " |" for row in rows]
     return "\n".join(lines)
 
 
-def print_report(report: Mapping[str, object], as_json: bool = False) -> None:
-    """Print a command line's report: JSON, or a line per key with lists of records as tables.
+def _text(value: object) -> str:
+    """A float to four significant digits; anything else as ``str``."""
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
-    >>> print_report({"ranks": 2, "runs": [{"mode": "auto", "calls": 0}]})
+
+def print_report(report: Mapping[str, object], as_json: bool = False, indent: str = "") -> None:
+    """Print a command line's report: JSON, or a line per key, nested, with records as tables.
+
+    >>> print_report({"ranks": 2, "cost": {"us": 1 / 3}, "runs": [{"mode": "auto", "calls": 0}]})
     ranks: 2
+    cost:
+      us: 0.3333
     runs:
     | mode | calls |
     | --- | --- |
@@ -36,10 +43,13 @@ def print_report(report: Mapping[str, object], as_json: bool = False) -> None:
         print(json.dumps(report, indent=2))
         return
     for key, value in report.items():
-        if isinstance(value, list) and value and all(isinstance(row, Mapping) for row in value):
-            print(f"{key}:\n{markdown_table(value)}")
+        if isinstance(value, Mapping):
+            print(f"{indent}{key}:")
+            print_report(value, indent=indent + "  ")
+        elif isinstance(value, list) and value and all(isinstance(row, Mapping) for row in value):
+            print(f"{indent}{key}:\n{markdown_table(value)}")
         else:
-            print(f"{key}: {json.dumps(value) if isinstance(value, Mapping | list) else value}")
+            print(f"{indent}{key}: {json.dumps(value) if isinstance(value, list) else _text(value)}")
 
 
 if __name__ == "__main__":
