@@ -49,7 +49,8 @@ def print_report(report: Mapping[str, object], as_json: bool = False, indent: st
         elif isinstance(value, list) and value and all(isinstance(row, Mapping) for row in value):
             print(f"{indent}{key}:\n{markdown_table(value)}")
         else:
-            print(f"{indent}{key}: {json.dumps(value) if isinstance(value, list) else _text(value)}")
+            text = json.dumps(value) if isinstance(value, list) else _text(value)
+            print(f"{indent}{key}: {text}")
 
 
 if __name__ == "__main__":
