@@ -279,10 +279,8 @@ def orientation_report(emb: int = 64, vocab: int = 256, tokens: int = 32, seed: 
     exact_args = small_integers(keys[3], (tokens, emb)), small_integers(keys[1], (tokens, vocab))
     ev_exact, ve_exact = (output_and_weight_grad(h, *exact_args) for h in heads.values())
     report["exact_inputs_identical"] = all(map(jnp.array_equal, ev_exact, ve_exact))
-    diff = {
-        "forward": np.abs(np.subtract(y_ev, y_ve, dtype=np.float64)),
-        "grad": np.abs(np.subtract(g_ev, g_ve, dtype=np.float64)),
-    }
+    pairs = {"forward": (y_ev, y_ve), "grad": (g_ev, g_ve)}
+    diff = {k: np.abs(np.subtract(*pair, dtype=np.float64)) for k, pair in pairs.items()}
     bound = {"forward": dot_rounding_bound(x, kernel), "grad": dot_rounding_bound(x.T, cotangent)}
     report |= {f"{k}_within_rounding_bound": bool(np.all(diff[k] <= bound[k])) for k in diff}
     report |= {f"{k}_bit_identical_here": bool(np.all(diff[k] == 0)) for k in diff}
