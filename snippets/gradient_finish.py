@@ -93,11 +93,10 @@ def lm_head_threshold_table(
     """The rule for the ``[vocab, emb]`` gradient: a shard's minor-most extent is ``emb / shards``."""
     if bad := [(emb, n) for emb in embs for n in shards if emb % n]:
         raise ValueError(f"emb {bad[0][0]} does not divide over {bad[0][1]} shards.")
-    grid = itertools.product(dtypes, embs, shards)
-    sizes = {(dtype, emb, n): emb // n * itemsize(dtype) for dtype, emb, n in grid}
     return [
         {"emb": emb, "dtype": dtype, "shards": n, "per_shard_bytes": size, "fuses": fuses(size)}
-        for (dtype, emb, n), size in sizes.items()
+        for dtype, emb, n in itertools.product(dtypes, embs, shards)
+        for size in [emb // n * itemsize(dtype)]
     ]
 
 
@@ -150,14 +149,10 @@ def design_doc_comparison(
             for case, link in BANDWIDTH_CASES.items()
         }
         sent = costs["one-way"]["bytes_per_rank"]
-        measured = {
-            "measured_us_min": 1e6 * sent / fastest,
-            "measured_us_max": 1e6 * sent / slowest,
-        }
-        modelled = {
-            f"model_us_{case}": c["latency_us"] + c["transfer_us"] for case, c in costs.items()
-        }
-        rows.append({"collective": kind, "bytes_per_rank": sent, **measured, **modelled})
+        row = {"collective": kind, "bytes_per_rank": sent}
+        row |= {"measured_us_min": 1e6 * sent / fastest, "measured_us_max": 1e6 * sent / slowest}
+        row |= {f"model_us_{case}": c["latency_us"] + c["transfer_us"] for case, c in costs.items()}
+        rows.append(row)
     return rows
 
 
