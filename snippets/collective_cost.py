@@ -203,10 +203,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with reported(args.debug):
         nbytes = sum(3 * n * args.rows * args.cols * 4 for n in args.ranks)  # partial, sum, shard
-        check_memory(
-            nbytes,
-            f"--ranks {' '.join(map(str, args.ranks))} --rows {args.rows} --cols {args.cols}",
-        )
+        ranks = " ".join(map(str, args.ranks))
+        check_memory(nbytes, f"--ranks {ranks} --rows {args.rows} --cols {args.cols}")
         setup_devices(max(args.ranks))
         report = time_finishes(args.ranks, args.rows, args.cols, args.repeats)
     print_report(report, args.json)
