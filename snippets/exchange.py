@@ -85,12 +85,11 @@ def reduce_scatter_then_all_gather(mesh: Mesh) -> Callable:
     The gathered value is the same on every rank, which shard_map cannot infer
     for ``all_gather``; ``check_vma=False`` states it.
     """
-    return _on_ranks(
-        lambda a, b: jax.lax.all_gather(_finished_rows(a, b), AXIS, tiled=True),
-        mesh,
-        P(),
-        check_vma=False,
-    )
+
+    def gathered_rows(a: jax.Array, b: jax.Array) -> jax.Array:
+        return jax.lax.all_gather(_finished_rows(a, b), AXIS, tiled=True)
+
+    return _on_ranks(gathered_rows, mesh, P(), check_vma=False)
 
 
 def partial_sums(a: jax.Array, b: jax.Array) -> jax.Array:
