@@ -44,9 +44,7 @@ def bench(base: StepConfig, repeats: int, warmup: int = 2) -> list[dict]:
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the timing table."""
     parser = Parser(__doc__)
-    parser.add_argument(
-        "--full", action="store_true", help="the larger setting (emb 512, vocab 32000)"
-    )
+    parser.add_argument("--full", action="store_true", help="larger sizes: emb 512, vocab 32000")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.add_argument("--devices", type=positive_int, default=4)
     parser.add_argument("--mesh", choices=tuple(MESH_LAYOUTS), default="dp")

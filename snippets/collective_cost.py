@@ -193,9 +193,7 @@ def time_finishes(
 def main(argv: Sequence[str] | None = None) -> None:
     """Time reduce-scatter against all-reduce on CPU and print the ratios beside the model's."""
     parser = Parser(__doc__)
-    parser.add_argument(
-        "--ranks", type=positive_int, nargs="+", default=[2, 8], help="rank counts to time"
-    )
+    parser.add_argument("--ranks", type=positive_int, nargs="+", default=[2, 8], help="rank counts")
     parser.add_argument("--rows", type=positive_int, default=4096, help="rows of each partial")
     parser.add_argument("--cols", type=positive_int, default=512, help="columns of each partial")
     parser.add_argument("--repeats", type=positive_int, default=21, help="interleaved rounds")

@@ -138,9 +138,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--ranks", type=positive_int, default=2, help="ranks (devices) to use")
     what.add_argument("--threshold", action="store_true", help="the TPU fusion rule's table")
-    what.add_argument(
-        "--cost-model", action="store_true", help="modelled TPU v5p time of the gradient's finish"
-    )
+    what.add_argument("--cost-model", action="store_true", help="TPU v5p cost model of the finish")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     with reported(args.debug):
