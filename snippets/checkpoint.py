@@ -72,10 +72,10 @@ def checksum(array: jax.Array) -> Checksum:
     return {"shape": list(host.shape), "dtype": str(host.dtype), "sha256": digest}
 
 
-def _flip(record: KernelRecord, layout: str) -> tuple[int, ...]:
-    """The axis permutation that takes a kernel stored in ``layout`` to the other layout."""
+def _flip(record: KernelRecord) -> tuple[int, ...]:
+    """The axis permutation that takes a kernel in the record's layout to the other layout."""
     n_in, n_out = len(record["in_features"]), len(record["out_features"])
-    lead = n_in if layout == CANONICAL else n_out
+    lead = n_in if record["layout"] == CANONICAL else n_out
     return (*range(lead, n_in + n_out), *range(lead))
 
 
@@ -88,17 +88,15 @@ def save(directory: str | Path, model: nnx.Module) -> Path:
     layouts = kernel_layouts(model)
     for path, record in layouts.items():
         if record["layout"] == TRANSPOSED:
-            params[path] = jnp.transpose(params[path], _flip(record, TRANSPOSED))
+            params[path] = jnp.transpose(params[path], _flip(record))
             record["layout"] = CANONICAL
+    args = ocp.args.Composite(
+        params=ocp.args.StandardSave(unflatten_dict(params, sep="/")),
+        orientation=ocp.args.JsonSave(layouts),
+        checksums=ocp.args.JsonSave({path: checksum(a) for path, a in params.items()}),
+    )
     with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
-        checkpointer.save(
-            directory,
-            args=ocp.args.Composite(
-                params=ocp.args.StandardSave(unflatten_dict(params, sep="/")),
-                orientation=ocp.args.JsonSave(layouts),
-                checksums=ocp.args.JsonSave({path: checksum(a) for path, a in params.items()}),
-            ),
-        )
+        checkpointer.save(directory, args=args)
     return directory
 
 
@@ -193,7 +191,7 @@ def restore(directory: str | Path, model: nnx.Module) -> nnx.Module:
     state = nnx.state(model, nnx.Param)
     targets = flatten_dict(nnx.to_pure_dict(state), sep="/")
     flips = {  # kernel path -> the permutation from the model's layout to the stored one
-        path: _flip(record, record["layout"])
+        path: _flip(record)
         for path, record in layouts.items()
         if stored_layouts[path]["layout"] != record["layout"]
     }
