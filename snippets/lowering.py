@@ -216,11 +216,10 @@ def add_step_arguments(parser: argparse.ArgumentParser) -> None:
 
 def step_config(args: argparse.Namespace, steps: int = 1, **fields: Any) -> StepConfig:
     """The StepConfig the options describe, once ``steps`` such steps are known to fit in memory."""
-    config = StepConfig(
-        mesh=args.mesh, **{name: getattr(args, name) for name in SIZE_FIELDS}, **fields
-    )
-    sizes = " ".join(f"--{name} {getattr(config, name)}" for name in SIZE_FIELDS)
-    check_memory(steps * config.step_bytes, f"{steps} step(s) with {sizes}")
+    sizes = {name: getattr(args, name) for name in SIZE_FIELDS}
+    config = StepConfig(mesh=args.mesh, **sizes, **fields)
+    flags = " ".join(f"--{name} {value}" for name, value in sizes.items())
+    check_memory(steps * config.step_bytes, f"{steps} step(s) with {flags}")
     return config
 
 
