@@ -26,10 +26,8 @@ from snippets.lowering import MESH_LAYOUTS, StepConfig, lower_step
 
 
 def lm_head_gradient_finish(mesh: str, mode: str = "explicit") -> dict:
-    """How the LM-head step's compiled program finishes the head kernel's gradient on ``mesh``.
-
-    Its per-rank shape, collectives, and the dynamic-slices that cut a shard of that size.
-    """
+    """How the compiled LM-head step finishes the head kernel's gradient on ``mesh``: its per-rank
+    shape, collectives, and the dynamic-slices that cut a shard of that size."""
     config = StepConfig(mesh=mesh, mode=mode)
     lowered = lower_step(config)
     comps, entry, root = computations(lowered.compiled)
