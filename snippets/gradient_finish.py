@@ -140,12 +140,10 @@ def design_doc_comparison(
 
     The defaults are the doc's gradient; model times are the collective alone, without the slice.
     """
+    size = vocab * emb * itemsize(dtype)
     rows = []
     for kind, (slowest, fastest) in DESIGN_DOC_MEASURED.items():
-        costs = {
-            case: predict(kind, vocab * emb * itemsize(dtype), shards, link)
-            for case, link in BANDWIDTH_CASES.items()
-        }
+        costs = {case: predict(kind, size, shards, link) for case, link in BANDWIDTH_CASES.items()}
         sent = costs["one-way"]["bytes_per_rank"]
         row = {"collective": kind, "bytes_per_rank": sent}
         row |= {"measured_us_min": 1e6 * sent / fastest, "measured_us_max": 1e6 * sent / slowest}
