@@ -1,8 +1,7 @@
 """Past one host: the LM-head step on a multi-process JAX cluster, compared with one process.
 
-``python -m snippets.multihost [--processes N] [--local-devices D] [--timeout S] [--json]``
-starts local workers as one cluster of simulated CPU devices, and one process with all of them
-as the reference. Every wait has a deadline, and no worker outlives the process that started it.
+``python -m snippets.multihost [--processes N] [--local-devices D] [--timeout S] [--json]``;
+every wait has a deadline, and no worker outlives the process that started it.
 """
 
 from __future__ import annotations
@@ -106,12 +105,8 @@ def step_records(devices: int) -> dict[str, dict]:
 
 def exit_with_parent() -> None:
     """End this worker once the process that started it is gone, which closes the worker's stdin."""
-
-    def watch() -> None:
-        sys.stdin.read()
-        os._exit(3)
-
-    threading.Thread(target=watch, daemon=True).start()
+    sys.stdin.read()
+    os._exit(3)
 
 
 class Workers:
@@ -222,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker is not None:
-        exit_with_parent()
+        threading.Thread(target=exit_with_parent, daemon=True).start()
         job = (args.worker, args.processes, args.local_devices)
         print(json.dumps(run_worker(*job, f"{HOST}:{args.port}", args.timeout)))
         return
