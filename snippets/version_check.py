@@ -90,9 +90,8 @@ def maxtext_facts() -> dict:
         sites = report[mode]["sites"]
         facts[f"{mode} sharding_calls"] = report[mode]["sharding_calls"]
         facts[f"{mode} sites"] = len(sites)
-        facts[f"{mode} sites with Sharding between"] = sum(
-            "Sharding" in s["between"] for s in sites
-        )
+        blocked = sum("Sharding" in s["between"] for s in sites)
+        facts[f"{mode} sites with Sharding between"] = blocked
         facts[f"{mode} folded"] = sorted({what_it_is(s) for s in sites if s["folded"]})
     return facts
 
@@ -165,11 +164,7 @@ def flat_facts(record: dict) -> dict[str, object]:
         facts |= {f"{check}: {key}": value for key, value in result.items() if key != "runs"}
         for run in result.get("runs", []):
             where = f"{check}: {run['mode']}/{run['variant']}"
-            facts |= {
-                f"{where} {key}": value
-                for key, value in run.items()
-                if key not in ("mode", "variant")
-            }
+            facts |= {f"{where} {k}": v for k, v in run.items() if k not in ("mode", "variant")}
     return facts
 
 
