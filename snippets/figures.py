@@ -59,8 +59,9 @@ def smallest_font_pt(figure: Figure) -> float:
     return min((text.get_fontsize() for text in texts), default=MIN_FONT_PT)
 
 
-def _figure(height_in: float) -> Figure:
-    return Figure(figsize=(WIDTH_IN, height_in), dpi=DPI, layout="constrained", facecolor="white")
+def _figure(height_in: float) -> tuple[Figure, Any]:
+    figure = Figure(figsize=(WIDTH_IN, height_in), dpi=DPI, layout="constrained", facecolor="white")
+    return figure, figure.add_subplot()
 
 
 def _matrix_text(rows: Sequence[Sequence[float]]) -> str:
@@ -96,8 +97,7 @@ def exchange_figure(report: dict) -> DataFigure:
         "reduce_scatter": report["bytes_per_rank"]["reduce_scatter"],
         "all_reduce": report["hlo_bytes_per_rank"]["all_reduce"],
     }
-    figure = _figure(5.0)
-    ax = figure.add_subplot()
+    figure, ax = _figure(5.0)
     ax.set(xlim=(0, 10), ylim=(0.6, 11.2))
     ax.axis("off")
     ax.text(5.0, 10.8, f"reduce-scatter: {sent['reduce_scatter']:g} B sent per rank",
@@ -162,8 +162,7 @@ def pass_window_figure(cpu_window: dict) -> DataFigure:
         ("TPU, quoted from MaxText", TPU_PASS_WINDOW, folds),
         ("GPU, read from XLA's source", GPU_PASS_ORDER, gpu_note + " (not run here)"),
     ]
-    figure = _figure(4.4)
-    ax = figure.add_subplot()
+    figure, ax = _figure(4.4)
     ax.set(xlim=(0, 1), ylim=(0.2, 6.0))
     ax.axis("off")
     for y, (title, passes, note) in zip((5.0, 3.0, 1.0), rows, strict=True):
@@ -183,8 +182,7 @@ def pass_window_figure(cpu_window: dict) -> DataFigure:
 def ratio_figure(rows: Sequence[dict]) -> DataFigure:
     """:func:`snippets.bench.bench`'s step-time ratios to auto/EV: medians, min-max whiskers and
     verdicts in a column right of the axes; a range straddling 1.0 is faded ("no difference")."""
-    figure = _figure(1.4 + 0.4 * len(rows))
-    ax = figure.add_subplot()
+    figure, ax = _figure(1.4 + 0.4 * len(rows))
     colors = {"explicit": "#1f77b4", "auto": "#ff7f0e"}
     labels = ax.get_yaxis_transform()  # x in axes fraction, y in data
     positions = range(len(rows))[::-1]  # first row on top, as in the table
@@ -218,17 +216,13 @@ MaxText pull request that added ``lm_head_kernel_transposed``. Not measured here
 
 def source_tpu_figure(rows: Sequence[dict] = SOURCE_TPU_RESULTS) -> DataFigure:
     """The source PR's TPU penalties, explicit over auto, before and after its fix: quoted, not ours."""
-    variants = {"explicit [E,V]": "#1f77b4", "explicit [V,E]": "#2ca02c"}
+    colors = {"explicit [E,V]": "#1f77b4", "explicit [V,E]": "#2ca02c"}
     data = [
-        {
-            "config": row["config"],
-            **{v: round(100 * (row[v] / row["auto"] - 1), 2) for v in variants},
-        }
+        {"config": row["config"]} | {v: round(100 * (row[v] / row["auto"] - 1), 2) for v in colors}
         for row in rows
     ]
-    figure = _figure(2.9)
-    ax = figure.add_subplot()
-    for offset, (variant, color) in zip((0.2, -0.2), variants.items(), strict=True):
+    figure, ax = _figure(2.9)
+    for offset, (variant, color) in zip((0.2, -0.2), colors.items(), strict=True):
         values = [penalty[variant] for penalty in data]
         positions = [len(rows) - 1 - i + offset for i in range(len(rows))]
         ax.barh(positions, values, height=0.38, color=color, label=variant)
