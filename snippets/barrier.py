@@ -1,8 +1,7 @@
 """The HLO barrier, measured: every (shard mode x head variant) lowered and read.
 
-``python -m snippets.barrier [--json] [--optimizer none|adam] [step options]`` prints each run's
-``Sharding`` calls, fold sites, relayouts and collectives, then the pin check, the controls,
-the pass order and the HLO lowered for TPU and GPU. CPU only (the causal control).
+``python -m snippets.barrier [--json] [--optimizer none|adam] [step options]``; CPU only (the
+causal control). :func:`barrier_report` lists what it prints.
 """
 
 from __future__ import annotations
@@ -134,11 +133,10 @@ def barrier_report(base: StepConfig) -> dict:
     order and the explicit EV step lowered for TPU and GPU (:func:`lowered_for`)."""
     runs = [run_report(lower_step(config)) for config in every_mode_and_variant(base)]
     if base.optimizer != "none":
-        for run, config in zip(runs, every_mode_and_variant(base), strict=True):
-            plain = lower_step(config.replace(optimizer="none"))
-            without = gradient_relayouts(plain)["gradient_relayouts"]
-            run["gradient_relayouts_without_optimizer"] = without
-            run["relayouts_added_by_optimizer"] = run["gradient_relayouts"] - without
+        plain = relayout_summary({"without": base.replace(optimizer="none")})[1]
+        for run, row in zip(runs, plain, strict=True):
+            run["gradient_relayouts_without_optimizer"] = row["without"]
+            run["relayouts_added_by_optimizer"] = run["gradient_relayouts"] - row["without"]
     explicit_ev = base.replace(mode="explicit", variant="EV", optimizer="none")
     pin = pin_diff(explicit_ev)
     single = single_device_control(explicit_ev)
