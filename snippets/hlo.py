@@ -275,10 +275,8 @@ def _tuple_index(inst: Instruction) -> int:
 def transpose_of_dot_sites(
     hlo_text: str, dims: tuple[int, ...] | None = None
 ) -> list[TransposeSite]:
-    """Every transpose fed, through pass-through ops only, by a dot; ``dims`` keeps those of that size set.
-
-    XLA folds ``transpose(dot(a, b))`` into ``dot(b, a)`` only if nothing stands ``between``.
-    """
+    """Every transpose fed, through pass-through ops only, by a dot; ``dims`` keeps those of that
+    size set. XLA folds ``transpose(dot(a, b))`` into ``dot(b, a)`` only if nothing stands between."""
     by_name = {inst.name: inst for inst in instructions(hlo_text)}
     frames = source_locations(hlo_text)
     sites = []
@@ -326,11 +324,8 @@ _CARRIES = _PASS_THROUGH - {"get-tuple-element"} | {"transpose", "add", "custom-
 
 
 def outputs_reached(hlo_text: str, names: list[str]) -> dict[str, int | None]:
-    """For each named instruction, the element of the entry's result its value reaches, else None.
-
-    Follows the value forward through ops that pass it on whole, scan updates, calls, loops
-    and tuples: a weight gradient reaches its parameter's output, an activation gradient none.
-    """
+    """For each named instruction, the element of the entry's result its value reaches, else None:
+    a weight gradient reaches its parameter's output, an activation gradient none."""
     comps, entry, _ = computations(hlo_text)
     owner = {inst.name: comp for comp, insts in comps.items() for inst in insts}
     by_name = {inst.name: inst for insts in comps.values() for inst in insts}
@@ -364,7 +359,7 @@ def outputs_reached(hlo_text: str, names: list[str]) -> dict[str, int | None]:
 
     def passes_through(call: Instruction, index: int) -> bool:
         """Whether operand ``index`` of ``call`` reaches its computation's root."""
-        callee = re.search(r"to_apply=%?([\w.\-]+)", call.attributes)[1]
+        callee = _CALLS.search(call.attributes)[1]
         starts = [
             p.name for p in comps[callee] if p.opcode == "parameter" and p.operands == (str(index),)
         ]
