@@ -98,7 +98,8 @@ def test_workers_exit_when_the_process_that_started_them_is_killed():
         workers = workers_on_port(port)
         parent.kill()
         parent.wait()
-        deadline = time.monotonic() + 120  # a worker still importing JAX exits once its watcher starts
+        # A worker still importing JAX exits once its watcher thread starts.
+        deadline = time.monotonic() + 120
         while not all(gone(pid) for pid in workers):
             assert time.monotonic() < deadline, f"orphaned workers {workers_on_port(port)}"
             time.sleep(0.2)
