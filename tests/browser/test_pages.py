@@ -143,6 +143,11 @@ SCREENSHOT_PART_PX = 6000
 """Full pages are saved in parts of this height: Chromium cannot capture very tall pages whole."""
 
 
+FIRST_SCREEN_ONLY = {"docs/reference.html"}
+"""Content pages saved as their first screen only: the API reference is over 100 phone screens
+tall, and capturing it whole took most of the browser checks' time."""
+
+
 def save_screenshots(tab, folder: Path, page: str, full: bool) -> None:
     """The whole page (or only the first screen), as ``NAME.png`` or ``NAME-1.png``, ``-2``, ..."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -164,13 +169,18 @@ def visit(tab, base_url: str, page: str, record: Visit, screenshots: Path, redir
     """Load ``page`` in ``tab``, fill ``record`` with what it shows, save a screenshot.
 
     ``redirect`` is where a page that redirects should land ("" when it does not). Guides and
-    other content pages are saved whole in light mode; the rest as their first screen.
+    other content pages (bar ``FIRST_SCREEN_ONLY``) are saved whole in light mode; the rest as
+    their first screen.
     """
     tab.goto(f"{base_url}/{page}", wait_until="load")
     if redirect:  # the root index.html opens the landing page with a meta refresh
         tab.wait_for_url(f"{base_url}/{redirect}")
         tab.wait_for_load_state("load")
-    whole = record.scheme == "light" and page.startswith(("guides/", "docs/"))
+    whole = (
+        record.scheme == "light"
+        and page.startswith(("guides/", "docs/"))
+        and page not in FIRST_SCREEN_ONLY
+    )
     save_screenshots(tab, screenshots / f"{record.width}-{record.scheme}", page, full=whole)
     found = tab.evaluate(COLLECT)
     record.url, record.ids, record.links = found["url"], found["ids"], found["links"]
