@@ -23,8 +23,8 @@ def markdown_table(rows: Sequence[Mapping], headers: Mapping[str, str] | None = 
 
 
 def _text(value: object) -> str:
-    """A float to four significant digits; anything else as ``str``."""
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+    """A float to four decimals (never in scientific notation); anything else as ``str``."""
+    return str(round(value, 4)) if isinstance(value, float) else str(value)
 
 
 def print_report(report: Mapping[str, object], as_json: bool = False, indent: str = "") -> None:
