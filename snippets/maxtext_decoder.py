@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import model_validator
 
 from snippets.barrier import find_barriers
 from snippets.causal_control import XlaChangedError, check_ending, compile_with_dumps, one_dump
@@ -44,6 +44,7 @@ from snippets.hlo import (
     transpose_of_dot_sites,
     value_source,
 )
+from snippets.lm_head import Config
 
 MAXTEXT_RELEASE = "0.2.5"
 """The MaxText release this module and its guide were made with (``uv.lock`` pins it)."""
@@ -52,10 +53,8 @@ MESHES = {"dp": {"data": 4, "fsdp": 1}, "dp_fsdp": {"data": 2, "fsdp": 2}}
 """MaxText's ``ici_*_parallelism`` per mesh layout, on 4 devices."""
 
 
-class DecoderConfig(BaseModel):
+class DecoderConfig(Config):
     """The decoder's sizes and mesh; the MLP is twice as wide as the embedding."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     emb: PositiveInt = 128
     vocab: PositiveInt = 512
