@@ -3,7 +3,9 @@
 import pytest
 
 from snippets.hlo import (
+    _called,
     collectives,
+    computations,
     group_size,
     instructions,
     kernel_relayouts,
@@ -274,3 +276,41 @@ def test_a_parameter_relaid_on_the_way_to_an_output_counts():
 def test_kernel_relayouts_need_an_entry_root():
     with pytest.raises(ValueError, match="No entry computation with a ROOT"):
         kernel_relayouts("HloModule m", (0,), {1})
+
+
+SHARED_CALLEE = """HloModule m
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+
+%fused (p: f32[4]) -> (f32[], f32[]) {
+  %p = f32[4] parameter(0)
+  %c = f32[] constant(0)
+  %r1 = f32[] reduce(f32[4] %p, f32[] %c), dimensions={0}, to_apply=%add
+  %r2 = f32[] reduce(f32[4] %p, f32[] %c), dimensions={0}, to_apply=%add
+  ROOT %t = (f32[], f32[]) tuple(%r1, %r2)
+}
+
+ENTRY %main (x: f32[4]) -> (f32[], f32[]) {
+  %x = f32[4] parameter(0)
+  ROOT %f = (f32[], f32[]) fusion(f32[4] %x), kind=kLoop, calls=%fused
+}
+"""
+
+
+def test_a_computation_called_twice_is_read_once():
+    comps, entry, _ = computations(SHARED_CALLEE)
+    fusion = next(inst for inst in comps[entry] if inst.opcode == "fusion")
+    assert [inst.name for inst in _called(fusion, comps)] == [
+        "p",
+        "c",
+        "r1",
+        "a",
+        "b",
+        "s",
+        "r2",
+        "t",
+    ]
