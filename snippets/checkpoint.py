@@ -168,7 +168,7 @@ def _check_arrays(expected: dict[str, jax.ShapeDtypeStruct], checksums: dict[str
         if tuple(have["shape"]) != want.shape:
             raise CheckpointError(
                 f"{path}: the checkpoint holds shape {tuple(have['shape'])} but the model needs "
-                f"{want.shape} in the layout its orientation record gives."
+                f"{want.shape} in the layout its orientation record gives: record and data disagree."
             )
         if have["dtype"] != str(want.dtype):
             raise CheckpointError(

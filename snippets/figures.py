@@ -189,11 +189,14 @@ def ratio_figure(rows: Sequence[dict]) -> DataFigure:
     for y, row in zip(positions, rows, strict=True):
         median, verdict = row["ratio_to_auto_EV"], row["verdict"]
         whisker = [[median - row["ratio_min"]], [row["ratio_max"] - median]]
-        alpha = 0.35 if verdict == "no measurable difference from 1" else 1.0
+        alpha = 1.0 if verdict in ("below 1", "above 1") else 0.35
         ax.barh(y, median, xerr=whisker, capsize=3, color=colors[row["mode"]], alpha=alpha)
-        reference = (row["mode"], row["variant"]) == ("auto", "EV")
-        short = {"below": "faster", "above": "slower"}.get(verdict.split()[0], "no difference")
-        label = "reference" if reference else f"{median:.2f}: {short}"
+        label = {
+            "below 1": f"{median:.2f}: faster",
+            "above 1": f"{median:.2f}: slower",
+            "no measurable difference from 1": f"{median:.2f}: no difference",
+            "reference": "reference",
+        }[verdict]
         ax.text(1.03, y, label, transform=labels, va="center", fontsize=10)
     ax.set_yticks(list(positions), [r["variant"] for r in rows], fontsize=11)
     ax.axvline(1.0, color="0.3", linewidth=0.8, linestyle="--")

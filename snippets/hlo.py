@@ -383,9 +383,8 @@ _CALLS = re.compile(r"(?:calls|to_apply)=%?([\w.\-]+)")
 
 
 def _called(inst: Instruction, comps: dict[str, list[Instruction]]) -> list[Instruction]:
-    """The instructions of the computations ``inst`` calls (a fusion's body), nested calls included."""
+    """The instructions of the computations ``inst`` calls, nested calls included, each once."""
     inside = [i for name in _CALLS.findall(inst.attributes) for i in comps.get(name, [])]
-    # dict.fromkeys: a computation called twice (two reduces sharing %add) is listed once
     return list(dict.fromkeys(deeper for i in inside for deeper in (i, *_called(i, comps))))
 
 

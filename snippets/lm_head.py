@@ -29,8 +29,8 @@ from snippets.kernel_order_grad import auto_axes_logits, kernel_order_logits
 from snippets.tables import print_report
 
 KernelOrder = Literal["custom_vjp", "auto_axes"]
-KERNEL_ORDER_LOGITS = {"custom_vjp": kernel_order_logits, "auto_axes": auto_axes_logits}
 """The two ways to write the weight gradient in kernel order: a custom VJP, or ``auto_axes``."""
+KERNEL_ORDER_LOGITS = {"custom_vjp": kernel_order_logits, "auto_axes": auto_axes_logits}
 
 
 def canonical_tuple(value: int | Iterable[int]) -> tuple[int, ...]:
@@ -83,7 +83,7 @@ class DenseGeneral(nnx.Module):
         if len(self.axis) != n_in or len(kernel_axes) not in (0, n_in + n_out):
             raise ValueError(
                 f"axis {self.axis} must name one input axis per in_feature {self.in_features}, "
-                f"and kernel_axes {tuple(kernel_axes)} none or one name per kernel axis."
+                f"and kernel_axes {tuple(kernel_axes)} none or one name per kernel axis (in, then out)."
             )
         plain = not kernel_transposed and self.axis == (-1,) and n_out == 1
         if weight_grad_in_kernel_order and not plain:

@@ -62,7 +62,7 @@ class StepConfig(Config):
             raise ValueError(f"mesh 'dp_fsdp' needs an even device count, got {self.devices}.")
         if self.batch % self.devices:
             raise ValueError(f"batch {self.batch} does not divide over the {self.devices} devices.")
-        fsdp = self.devices // 2
+        fsdp = self.mesh_shape[-1]
         if self.mesh == "dp_fsdp" and self.emb % fsdp:
             raise ValueError(f"emb {self.emb} does not divide over the fsdp axis of size {fsdp}.")
         return self

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from snippets.cli import run_module
 
 
@@ -23,17 +25,17 @@ def markdown_table(rows: Sequence[Mapping], headers: Mapping[str, str] | None = 
 
 
 def _text(value: object) -> str:
-    """A float to four decimals (never in scientific notation); anything else as ``str``."""
-    return str(round(value, 4)) if isinstance(value, float) else str(value)
+    """A float positionally, to four decimals (four digits below 1); anything else as ``str``."""
+    if not isinstance(value, float):
+        return str(value)
+    return np.format_float_positional(value, precision=4, fractional=abs(value) >= 1, trim="-")
 
 
 def print_report(report: Mapping[str, object], as_json: bool = False, indent: str = "") -> None:
     """Print a command line's report: JSON, or a line per key, nested, with records as tables.
 
-    >>> print_report({"ranks": 2, "cost": {"us": 1 / 3}, "runs": [{"mode": "auto", "calls": 0}]})
+    >>> print_report({"ranks": 2, "runs": [{"mode": "auto", "calls": 0}]})
     ranks: 2
-    cost:
-      us: 0.3333
     runs:
     | mode | calls |
     | --- | --- |
@@ -47,7 +49,8 @@ def print_report(report: Mapping[str, object], as_json: bool = False, indent: st
             print(f"{indent}{key}:")
             print_report(value, indent=indent + "  ")
         elif isinstance(value, list) and value and all(isinstance(row, Mapping) for row in value):
-            print(f"{indent}{key}:\n{markdown_table(value)}")
+            table = markdown_table(value).replace("\n", "\n" + indent)
+            print(f"{indent}{key}:\n{indent}{table}")
         else:
             text = json.dumps(value) if isinstance(value, list) else _text(value)
             print(f"{indent}{key}: {text}")

@@ -19,7 +19,7 @@ import nbformat
 import pytest
 from PIL import Image
 
-from snippets.figures import METADATA_KEY, MIN_FONT_PT, exchange_figure
+from snippets.figures import METADATA_KEY, MIN_FONT_PT, exchange_figure, source_tpu_figure
 from snippets.reduce_scatter import walkthrough
 from tests.guide_runner import guide_paths
 
@@ -125,3 +125,12 @@ def test_exchange_figure_draws_the_sums_and_the_all_reduce():
 def test_exchange_figure_draws_two_ranks_only():
     with pytest.raises(ValueError, match="draws two ranks; this report has 4"):
         exchange_figure({"ranks": 4})
+
+
+def test_the_source_figure_gives_back_the_prs_quoted_penalties():
+    """The PR quotes +9.34% / -0.23% (dp4) and +1.56% / +0.56% (emb4096); the guide repeats them."""
+    penalties = {row.pop("config"): row for row in source_tpu_figure().data}
+    assert penalties == {
+        "dp4": {"explicit [E,V]": 9.34, "explicit [V,E]": -0.23},
+        "emb4096": {"explicit [E,V]": 1.56, "explicit [V,E]": 0.56},
+    }

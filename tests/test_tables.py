@@ -1,0 +1,22 @@
+"""The report printer every command line uses: nesting and numbers a reader can read."""
+
+from snippets.tables import print_report
+
+
+def test_a_nested_report_is_indented_and_its_floats_positional(capsys):
+    print_report({"cost": {"us": 1 / 3, "rows": [{"ms": 72200.8123}]}, "tiny": 4e-5, "big": 1e16})
+    assert capsys.readouterr().out.splitlines() == [
+        "cost:",
+        "  us: 0.3333",
+        "  rows:",
+        "  | ms |",
+        "  | --- |",
+        "  | 72200.8123 |",
+        "tiny: 0.00004",
+        "big: 10000000000000000",
+    ]
+
+
+def test_json_is_the_report_itself(capsys):
+    print_report({"ranks": 2, "ratio": 1 / 3}, as_json=True)
+    assert capsys.readouterr().out == '{\n  "ranks": 2,\n  "ratio": 0.3333333333333333\n}\n'
