@@ -18,6 +18,7 @@ from snippets import hlo
 from snippets.causal_control import causal_control
 from snippets.cli import Parser, reported, run_module
 from snippets.devices import describe_devices, setup_devices
+from snippets.head_traffic import head_traffic
 from snippets.lowering import (
     OPTIMIZERS,
     LoweredStep,
@@ -130,7 +131,8 @@ def pass_window(config: StepConfig) -> dict:
 
 def barrier_report(base: StepConfig) -> dict:
     """Every (mode x variant) on ``base``'s mesh, the pin check, the single-device control, the pass
-    order and the explicit EV step lowered for TPU and GPU (:func:`lowered_for`)."""
+    order, the explicit EV step lowered for TPU and GPU (:func:`lowered_for`) and, on a mesh with
+    an fsdp axis, the head's collectives (:func:`~snippets.head_traffic.head_traffic`)."""
     runs = [run_report(lower_step(config)) for config in every_mode_and_variant(base)]
     if base.optimizer != "none":
         plain = relayout_summary({"without": base.replace(optimizer="none")})[1]
@@ -152,7 +154,7 @@ def barrier_report(base: StepConfig) -> dict:
         "single_device_folded": single["folded"],
         "single_device": single,
         "lowered_for": lowered_for(explicit_ev),
-    }
+    } | ({"head_traffic": head_traffic(base)} if "fsdp" in base.axes else {})
 
 
 def relayout_summary(settings: dict[str, StepConfig]) -> tuple[list[dict], list[dict]]:

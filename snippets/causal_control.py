@@ -108,8 +108,9 @@ def paired_control(config: StepConfig) -> list[dict]:
 
 
 def causal_control(base: StepConfig) -> list[dict]:
-    """The control for every (shard mode x head variant) of ``base``."""
-    return [control(config) for config in every_mode_and_variant(base)]
+    """The control for every (shard mode x head variant) one device can run (no vocab-parallel:
+    one device has no fsdp axis to shard the head on)."""
+    return [control(config) for config in every_mode_and_variant(base.replace(mesh="dp"))]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -3,16 +3,18 @@
 Autodiff of ``x @ kernel`` writes the weight gradient ``[vocab, embed]`` and transposes it;
 under explicit sharding a ``Sharding`` call between the two blocks XLA's fold. MaxText's
 design doc (pull request 5091, section 8 item 01) fixes it with a custom VJP
-(:func:`kernel_order_logits`), then, from 2026-09-03, with ``jax.sharding.auto_axes``
-(:func:`auto_axes_logits`). ``snippets.lm_head.DenseGeneral`` takes either as an option.
+(:func:`kernel_order_logits`), then, from 2026-09-03, with ``jax.sharding.auto_axes`` around
+the forward dot (:func:`auto_axes_dot_general`), for the head and every dense layer.
+``snippets.lm_head.DenseGeneral`` takes either as an option; ``flax.nnx.Linear`` takes the second
+as its ``dot_general``.
 """
 
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import jax
-import jax.numpy as jnp
 from jax import lax
 from jax.sharding import PartitionSpec
 
@@ -51,16 +53,26 @@ def _backward(out_sharding, residuals, g):
 kernel_order_logits.defvjp(_forward, _backward)
 
 
-def auto_axes_logits(
-    x: jax.Array, kernel: jax.Array, out_sharding: PartitionSpec | None = None
+def auto_axes_dot_general(
+    lhs: jax.Array,
+    rhs: jax.Array,
+    dimension_numbers: lax.DotDimensionNumbers,
+    precision: lax.PrecisionLike = None,
+    out_sharding: PartitionSpec | None = None,
+    **options: Any,
 ) -> jax.Array:
-    """``x @ kernel`` computed with the mesh's axes Auto, leaving with ``out_sharding`` (by
-    default the plain dot's); the plain dot where the mesh is not all Explicit."""
-    if not jax.typeof(x).sharding.mesh.are_all_axes_explicit:
-        return x @ kernel
+    """``lax.dot_general`` with the mesh's axes Auto for this one dot, leaving with
+    ``out_sharding`` (by default the plain dot's); the plain dot where the mesh is not all
+    Explicit. Its signature is ``lax.dot_general``'s, so a layer takes it as ``dot_general=``.
+    """
+    dot = partial(
+        lax.dot_general, dimension_numbers=dimension_numbers, precision=precision, **options
+    )
+    if not jax.typeof(lhs).sharding.mesh.are_all_axes_explicit:
+        return dot(lhs, rhs, out_sharding=out_sharding)
     if out_sharding is None:
-        out_sharding = jax.eval_shape(jnp.matmul, x, kernel).sharding
-    return jax.sharding.auto_axes(jnp.matmul, out_sharding=out_sharding)(x, kernel)
+        out_sharding = jax.eval_shape(dot, lhs, rhs).sharding
+    return jax.sharding.auto_axes(dot, out_sharding=out_sharding)(lhs, rhs)
 
 
 if __name__ == "__main__":

@@ -25,12 +25,11 @@ from numpy.lib.array_utils import normalize_axis_tuple
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from snippets.cli import Parser, PositiveInt, check_memory, positive_int, reported, run_module
-from snippets.kernel_order_grad import auto_axes_logits, kernel_order_logits
+from snippets.kernel_order_grad import auto_axes_dot_general, kernel_order_logits
 from snippets.tables import print_report
 
 KernelOrder = Literal["custom_vjp", "auto_axes"]
 """The two ways to write the weight gradient in kernel order: a custom VJP, or ``auto_axes``."""
-KERNEL_ORDER_LOGITS = {"custom_vjp": kernel_order_logits, "auto_axes": auto_axes_logits}
 
 
 def canonical_tuple(value: int | Iterable[int]) -> tuple[int, ...]:
@@ -58,8 +57,9 @@ class DenseGeneral(nnx.Module):
       use_bias: add a bias over the output axes.
       param_dtype: dtype of the parameters.
       kernel_transposed: store the kernel ``[out..., in...]`` (the PR's fix).
-      weight_grad_in_kernel_order: keep the kernel ``[in, out]`` and write its weight
-        gradient in that order, by ``"custom_vjp"`` or ``"auto_axes"`` (the design doc's fix).
+      weight_grad_in_kernel_order: write the weight gradient in the kernel's order, by
+        ``"custom_vjp"`` (a plain ``[in, out]`` kernel only) or ``"auto_axes"`` (any kernel),
+        the design doc's fix.
       rngs: the random streams that initialise the kernel.
     """
 
@@ -86,10 +86,10 @@ class DenseGeneral(nnx.Module):
                 f"and kernel_axes {tuple(kernel_axes)} none or one name per kernel axis (in, then out)."
             )
         plain = not kernel_transposed and self.axis == (-1,) and n_out == 1
-        if weight_grad_in_kernel_order and not plain:
+        if weight_grad_in_kernel_order == "custom_vjp" and not plain:
             raise ValueError(
-                "weight_grad_in_kernel_order needs a plain [in, out] kernel: one in_feature on "
-                "axis -1, one out_feature and kernel_transposed=False."
+                "weight_grad_in_kernel_order='custom_vjp' needs a plain [in, out] kernel: one "
+                "in_feature on axis -1, one out_feature and kernel_transposed=False."
             )
         self.kernel_transposed = kernel_transposed
         self.weight_grad_in_kernel_order = weight_grad_in_kernel_order
@@ -134,13 +134,14 @@ class DenseGeneral(nnx.Module):
             kernel = kernel[..., begin:end]
             bias = None if bias is None else bias[..., begin:end]
         inputs, kernel, bias = promote_dtype((inputs, kernel, bias))
-        if self.weight_grad_in_kernel_order:  # the same product, by a function of its own
-            logits = KERNEL_ORDER_LOGITS[self.weight_grad_in_kernel_order]
-            out = logits(inputs, kernel, out_sharding)
+        if self.weight_grad_in_kernel_order == "custom_vjp":  # the same product, by its own VJP
+            out = kernel_order_logits(inputs, kernel, out_sharding)
         else:
+            auto_axes = self.weight_grad_in_kernel_order == "auto_axes"
+            dot_general = auto_axes_dot_general if auto_axes else lax.dot_general
             axis = normalize_axis_tuple(self.axis, inputs.ndim)
             dimensions = ((axis, self.contract_axes), ((), ()))
-            out = lax.dot_general(inputs, kernel, dimensions, out_sharding=out_sharding)
+            out = dot_general(inputs, kernel, dimensions, out_sharding=out_sharding)
         return out if bias is None else out + bias
 
 
@@ -167,10 +168,16 @@ class LMHeadConfig(Config):
     """Store the untied kernel ``[vocab, embed]``: the checkpoint's orientation changes."""
     lm_head_weight_grad_in_kernel_order: KernelOrder | None = None
     """Keep the kernel ``[embed, vocab]`` and write its gradient in that order, this way."""
+    lm_head_vocab_parallel: bool = False
+    """Shard the untied kernel on ``vocab``, not ``embed`` (:func:`head_axis_rules`)."""
 
     @model_validator(mode="after")
     def _fixes_need_an_untied_head(self) -> Self:
-        for flag in ("lm_head_kernel_transposed", "lm_head_weight_grad_in_kernel_order"):
+        for flag in (
+            "lm_head_kernel_transposed",
+            "lm_head_weight_grad_in_kernel_order",
+            "lm_head_vocab_parallel",
+        ):
             if self.logits_via_embedding and getattr(self, flag):
                 raise ValueError(
                     f"{flag}={getattr(self, flag)!r} requires logits_via_embedding=False: a tied "
@@ -180,6 +187,18 @@ class LMHeadConfig(Config):
 
 
 HEAD_KERNEL_AXES = ("embed", "vocab")
+
+
+def head_axis_rules(config: LMHeadConfig, fsdp: str | None) -> list[tuple[str, str | None]]:
+    """The head kernel's logical axis rules: FSDP on ``embed``, as MaxText's ``base.yml`` has
+    it, or on ``vocab`` with ``lm_head_vocab_parallel``; the stored shape is the same.
+
+    >>> head_axis_rules(LMHeadConfig(emb_dim=8, vocab_size=16, lm_head_vocab_parallel=True), "fsdp")
+    [('embed', None), ('vocab', 'fsdp')]
+    """
+    if config.lm_head_vocab_parallel:
+        return [("embed", None), ("vocab", fsdp)]
+    return [("embed", fsdp), ("vocab", None)]
 
 
 def build_output_head(

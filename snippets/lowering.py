@@ -23,22 +23,26 @@ from pydantic import model_validator
 
 from snippets.cli import Parser, PositiveInt, check_memory, positive_int, reported, run_module
 from snippets.devices import SHARD_MODES, make_mesh, setup_devices
-from snippets.lm_head import Config, LMHeadConfig, build_output_head
+from snippets.lm_head import Config, LMHeadConfig, build_output_head, head_axis_rules
 from snippets.tables import print_report
+from snippets.vocab_parallel import vocab_parallel_cross_entropy, vocab_parallel_logits
 
 VARIANTS = {
     "EV": {},
     "VE": {"lm_head_kernel_transposed": True},
     "kernel-order-grad": {"lm_head_weight_grad_in_kernel_order": "custom_vjp"},
     "auto-axes": {"lm_head_weight_grad_in_kernel_order": "auto_axes"},
+    "vocab-parallel": {"lm_head_vocab_parallel": True},
 }
 """The head variants, as LM-head options: ``EV`` stores the kernel ``[embed, vocab]``, ``VE``
-``[vocab, embed]``; the other two keep ``EV``'s and write its gradient in that order."""
+``[vocab, embed]``; the next two keep ``EV``'s and write its gradient in that order;
+``vocab-parallel`` keeps it too, sharded on ``vocab`` instead of ``embed`` (needs an fsdp axis)."""
 DTYPES = ("float32", "bfloat16", "float16")
 OPTIMIZERS = ("none", "adam")
 """``none``: the step returns the loss and gradients; ``adam``: it also applies an AdamW update."""
-MESH_LAYOUTS = {"dp": ("data",), "dp_fsdp": ("data", "fsdp")}
-"""Mesh layouts: 4-way data parallel, or data x fsdp with weights sharded on ``embed``."""
+MESH_LAYOUTS = {"dp": ("data",), "dp_fsdp": ("data", "fsdp"), "fsdp": ("fsdp",)}
+"""Mesh layouts: data parallel; data x fsdp (2 x n/2); all fsdp, MaxText's benchmark mesh. The
+batch is sharded over every axis; on an fsdp axis the weights are too, on ``embed``."""
 
 
 class StepConfig(Config):
@@ -62,9 +66,18 @@ class StepConfig(Config):
             raise ValueError(f"mesh 'dp_fsdp' needs an even device count, got {self.devices}.")
         if self.batch % self.devices:
             raise ValueError(f"batch {self.batch} does not divide over the {self.devices} devices.")
+        if self.variant == "vocab-parallel" and "fsdp" not in self.axes:
+            raise ValueError(
+                f"variant 'vocab-parallel' shards the head on the fsdp axis, and mesh {self.mesh!r} "
+                "has none; use mesh 'fsdp' or 'dp_fsdp'."
+            )
         fsdp = self.mesh_shape[-1]
-        if self.mesh == "dp_fsdp" and self.emb % fsdp:
-            raise ValueError(f"emb {self.emb} does not divide over the fsdp axis of size {fsdp}.")
+        sharded = {"emb": self.emb, "vocab": self.vocab if self.variant == "vocab-parallel" else 0}
+        for name, size in sharded.items():
+            if "fsdp" in self.axes and size % fsdp:
+                raise ValueError(
+                    f"{name} {size} does not divide over the fsdp axis of size {fsdp}."
+                )
         return self
 
     @property
@@ -82,7 +95,17 @@ class StepConfig(Config):
     @property
     def mesh_shape(self) -> tuple[int, ...]:
         """The mesh's axis sizes for this layout and device count."""
-        return (self.devices,) if self.mesh == "dp" else (2, self.devices // 2)
+        return (2, self.devices // 2) if self.mesh == "dp_fsdp" else (self.devices,)
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        """The mesh's axis names: the batch is sharded over all of them."""
+        return MESH_LAYOUTS[self.mesh]
+
+    @property
+    def data_axes(self) -> tuple[str, ...]:
+        """The axes a vocab-parallel head keeps the batch sharded on: all but fsdp."""
+        return tuple(axis for axis in self.axes if axis != "fsdp")
 
 
 class TinyLM(nnx.Module):
@@ -94,20 +117,39 @@ class TinyLM(nnx.Module):
         table = jax.random.normal(rngs.params(), (config.vocab, config.emb), dtype)
         self.embedding = nnx.Param(table, out_sharding=("vocab", "embed"), eager_sharding=False)
         self.norm = nnx.RMSNorm(config.emb, dtype=dtype, param_dtype=dtype, rngs=rngs)
-        head = LMHeadConfig(emb_dim=config.emb, vocab_size=config.vocab, **VARIANTS[config.variant])
-        self.head = build_output_head(head, rngs=rngs)
+        self.head_config = LMHeadConfig(
+            emb_dim=config.emb, vocab_size=config.vocab, **VARIANTS[config.variant]
+        )
+        self.head = build_output_head(self.head_config, rngs=rngs)
 
-    def __call__(self, tokens: jax.Array) -> jax.Array:
-        """Logits ``[batch, seq, vocab]`` for ``tokens`` ``[batch, seq]``."""
+    def __call__(self, tokens: jax.Array, targets: jax.Array) -> jax.Array:
+        """The mean cross-entropy of ``targets`` given ``tokens``, both ``[batch, seq]``."""
+        return self.head_loss(self.hidden(tokens), targets)
+
+    def hidden(self, tokens: jax.Array) -> jax.Array:
+        """The normalised embeddings ``[batch, seq, emb]`` the head reads, batch-sharded."""
         explicit = jax.typeof(tokens).sharding.mesh.are_all_axes_explicit
-        activations = P(MESH_LAYOUTS[self.config.mesh], None, None) if explicit else None
-        x = self.norm(self.embedding[...].at[tokens].get(out_sharding=activations))
-        return self.head(x, out_sharding=activations if self.config.pin_logits else None)
+        activations = P(self.config.axes, None, None) if explicit else None
+        return self.norm(self.embedding[...].at[tokens].get(out_sharding=activations))
+
+    def head_loss(self, x: jax.Array, targets: jax.Array) -> jax.Array:
+        """The head on ``x`` and the mean cross-entropy of its logits against ``targets``."""
+        config = self.config
+        if config.variant == "vocab-parallel":  # gather the hidden state, not the kernel
+            logits = vocab_parallel_logits(x, self.head.kernel[...], config.data_axes)
+            return vocab_parallel_cross_entropy(logits, targets, config.data_axes)
+        explicit = jax.typeof(x).sharding.mesh.are_all_axes_explicit
+        pin = P(config.axes, None, None) if explicit and config.pin_logits else None
+        logits = self.head(x, out_sharding=pin)
+        # Cross-entropy by hand: optax's adds 24 Sharding calls to the program under study.
+        log_probs = jax.nn.log_softmax(logits.astype(jnp.float32))
+        return -jnp.mean(jnp.take_along_axis(log_probs, targets[..., None], axis=-1))
 
 
 def every_mode_and_variant(base: StepConfig) -> list[StepConfig]:
-    """``base`` in each shard mode with each head variant, explicit first."""
-    return [base.replace(mode=m, variant=v) for m in SHARD_MODES for v in VARIANTS]
+    """``base`` in each shard mode with each head variant its mesh allows, explicit first."""
+    variants = [v for v in VARIANTS if v != "vocab-parallel" or "fsdp" in base.axes]
+    return [base.replace(mode=m, variant=v) for m in SHARD_MODES for v in variants]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,26 +172,40 @@ class Step:
             return self.function(*self.args)
 
 
-def build_step(config: StepConfig, seed: int = 0) -> Step:
-    """Build the model and data for ``config``, place them on the mesh and jit the step."""
-    axes = MESH_LAYOUTS[config.mesh]
-    mesh = make_mesh(config.mesh_shape, axes, config.mode)
-    graphdef, params = nnx.split(TinyLM(config, nnx.Rngs(seed)), nnx.Param)
+def _placed(config: StepConfig, seed: int) -> tuple:
+    """The mesh, the model split into graph and parameters, those parameters on the mesh, and
+    a function that gathers them whole before use (autodiff then scatters their gradients)."""
+    mesh = make_mesh(config.mesh_shape, config.axes, config.mode)
+    model = TinyLM(config, nnx.Rngs(seed))
+    graphdef, params = nnx.split(model, nnx.Param)
+    fsdp = "fsdp" if "fsdp" in config.axes else None  # weights sharded on embed over fsdp
+    with nnx.logical_axis_rules([("embed", fsdp), ("vocab", None)]):
+        shardings = nnx.get_named_sharding(params, mesh)
+    with nnx.logical_axis_rules(head_axis_rules(model.head_config, fsdp)):
+        shardings["head"] = nnx.get_named_sharding(params["head"], mesh)
     regather = jax.reshard if config.mode == "explicit" else jax.lax.with_sharding_constraint
 
+    def gathered(params: nnx.State) -> nnx.State:
+        if fsdp is None:
+            return params
+        whole = jax.tree.map(lambda p: regather(p, P()), params)
+        if config.variant == "vocab-parallel" and "head" in params:  # its kernel stays sharded
+            whole["head"] = params["head"]
+        return whole
+
+    return mesh, graphdef, jax.device_put(params, shardings), gathered
+
+
+def build_step(config: StepConfig, seed: int = 0) -> Step:
+    """Build the model and data for ``config``, place them on the mesh and jit the step."""
+    mesh, graphdef, params, gathered = _placed(config, seed)
+
     def loss_fn(params, tokens, targets):
-        if config.mesh == "dp_fsdp":  # gather the weights before use; autodiff scatters the grads
-            params = jax.tree.map(lambda p: regather(p, P()), params)
-        # Cross-entropy by hand: optax's adds 24 Sharding calls to the program under study.
-        log_probs = jax.nn.log_softmax(nnx.merge(graphdef, params)(tokens).astype(jnp.float32))
-        return -jnp.mean(jnp.take_along_axis(log_probs, targets[..., None], axis=-1))
+        return nnx.merge(graphdef, gathered(params))(tokens, targets)
 
     key = jax.random.key(seed + 1)
     tokens, targets = jax.random.randint(key, (2, config.batch, config.seq), 0, config.vocab)
-    tokens, targets = jax.device_put((tokens, targets), NamedSharding(mesh, P(axes)))
-    fsdp = "fsdp" if config.mesh == "dp_fsdp" else None  # weights sharded on embed over fsdp
-    with nnx.logical_axis_rules([("embed", fsdp), ("vocab", None)]):
-        params = jax.device_put(params, nnx.get_named_sharding(params, mesh))
+    tokens, targets = jax.device_put((tokens, targets), NamedSharding(mesh, P(config.axes)))
     value_and_grad = jax.value_and_grad(loss_fn)
     if config.optimizer == "none":
         return Step(config, mesh, jax.jit(value_and_grad), (params, tokens, targets))
@@ -163,6 +219,24 @@ def build_step(config: StepConfig, seed: int = 0) -> Step:
     with jax.set_mesh(mesh):
         opt_state = jax.jit(optimizer.init)(params)
     return Step(config, mesh, jax.jit(step), (params, opt_state, tokens, targets))
+
+
+def build_head_step(config: StepConfig, seed: int = 0) -> Step:
+    """The head and its loss alone: the gradients of the head's parameters and of its input,
+    which arrives batch-sharded as the step's :meth:`TinyLM.hidden` leaves it."""
+    mesh, graphdef, params, gathered = _placed(config, seed)
+    head = nnx.State({"head": params["head"]})
+    rest = nnx.State({name: value for name, value in params.items() if name != "head"})
+
+    def loss_fn(head, x, rest, targets):  # rest: the trunk's parameters, unused
+        return nnx.merge(graphdef, gathered(head), rest).head_loss(x, targets)
+
+    keys = jax.random.split(jax.random.key(seed + 1))
+    x = jax.random.normal(keys[0], (config.batch, config.seq, config.emb), config.dtype)
+    targets = jax.random.randint(keys[1], (config.batch, config.seq), 0, config.vocab)
+    x, targets = jax.device_put((x, targets), NamedSharding(mesh, P(config.axes)))
+    step = jax.jit(jax.value_and_grad(loss_fn, argnums=(0, 1)))
+    return Step(config, mesh, step, (head, x, rest, targets))
 
 
 @dataclasses.dataclass(frozen=True)

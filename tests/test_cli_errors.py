@@ -71,6 +71,21 @@ def one_error_line(main, argv, capsys) -> str:
         (lowering.main, ["--dtype", "int8"], ["argument --dtype", "invalid choice: 'int8'"]),
         (lowering.main, ["--variant", "EVV"], ["argument --variant", "invalid choice: 'EVV'"]),
         (lowering.main, ["--batch", "6"], ["batch 6 does not divide over the 4 devices"]),
+        (
+            lowering.main,
+            ["--variant", "vocab-parallel"],
+            ["variant 'vocab-parallel' shards the head on the fsdp axis", "mesh 'dp' has none"],
+        ),
+        (
+            lowering.main,
+            ["--variant", "vocab-parallel", "--mesh", "fsdp", "--vocab", "258"],
+            ["vocab 258 does not divide over the fsdp axis of size 4"],
+        ),
+        (
+            barrier.main,
+            ["--mesh", "fsdp", "--emb", "66"],
+            ["emb 66 does not divide over the fsdp axis of size 4"],
+        ),
         (bench.main, ["--devices", "3"], ["batch 8 does not divide over the 3 devices"]),
         (bench.main, ["--devices", "0"], ["argument --devices", "at least 1"]),
         (multihost.main, ["--processes", "0"], ["argument --processes", "at least 1", "'0'"]),

@@ -10,11 +10,19 @@ from jax.sharding import AxisType
 from jax.sharding import PartitionSpec as P
 
 from snippets.hlo import transpose_of_dot_sites
-from snippets.kernel_order_grad import auto_axes_logits, kernel_order_logits
+from snippets.kernel_order_grad import auto_axes_dot_general, kernel_order_logits
 from snippets.lm_head import DenseGeneral
 
 EMB, VOCAB = 16, 32
 BATCH = P("data", None, None)
+
+
+def auto_axes_logits(x, kernel, out_sharding):
+    """``x @ kernel`` through :func:`auto_axes_dot_general`, as ``DenseGeneral`` calls it."""
+    contract = (((x.ndim - 1,), (0,)), ((), ()))
+    return auto_axes_dot_general(x, kernel, contract, out_sharding=out_sharding)
+
+
 HEADS = {"kernel-order-grad": kernel_order_logits, "auto-axes": auto_axes_logits}
 
 
@@ -42,11 +50,19 @@ def test_values_and_gradients_match_plain_autodiff(name):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("option", ["custom_vjp", "auto_axes"])
-def test_the_layer_option_matches_the_plain_layer(option):
+@pytest.mark.parametrize(
+    ("option", "shape"),
+    [("custom_vjp", {}), ("auto_axes", {}), ("auto_axes", {"axis": (-2, -1), "out": (4, 8)})],
+)
+def test_the_layer_option_matches_the_plain_layer(option, shape):
+    """Both options give the plain layer's values and gradients; auto_axes on any kernel."""
     x = jax.random.normal(jax.random.key(1), (2, 4, EMB))
+    axis, out = shape.get("axis", -1), shape.get("out", VOCAB)
+    features = (4, EMB) if axis != -1 else EMB
     plain, fixed = (
-        DenseGeneral(EMB, VOCAB, use_bias=True, weight_grad_in_kernel_order=o, rngs=nnx.Rngs(0))
+        DenseGeneral(
+            features, out, axis=axis, use_bias=True, weight_grad_in_kernel_order=o, rngs=nnx.Rngs(0)
+        )
         for o in (None, option)
     )
     np.testing.assert_allclose(fixed(x), plain(x), rtol=1e-6, atol=1e-6)

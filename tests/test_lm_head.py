@@ -170,7 +170,7 @@ def test_input_that_does_not_match_the_axes_is_rejected():
         ({"axis": (-2, -1)}, "must name one input axis per in_feature"),
         ({"kernel_axes": ("embed",)}, r"kernel_axes \('embed',\) none or one name per kernel axis"),
         ({"kernel_transposed": True, "weight_grad_in_kernel_order": "custom_vjp"}, "plain"),
-        ({"axis": 0, "weight_grad_in_kernel_order": "auto_axes"}, "plain"),
+        ({"axis": 0, "weight_grad_in_kernel_order": "custom_vjp"}, "plain"),
     ],
 )
 def test_inconsistent_construction_is_rejected(kwargs, message):
@@ -194,7 +194,11 @@ def test_linen_and_nnx_agree(flag):
 
 @pytest.mark.parametrize(
     ("flag", "value"),
-    [("lm_head_kernel_transposed", True), ("lm_head_weight_grad_in_kernel_order", "auto_axes")],
+    [
+        ("lm_head_kernel_transposed", True),
+        ("lm_head_weight_grad_in_kernel_order", "auto_axes"),
+        ("lm_head_vocab_parallel", True),
+    ],
 )
 def test_config_rejects_a_fix_on_a_tied_head(flag, value):
     with pytest.raises(ValidationError) as error:

@@ -92,13 +92,14 @@ def test_cpu_partitions_before_it_simplifies():
     assert [site["kind"] for site in window["sites_at_first_algsimp"]] == ["all-reduce"]
 
 
-@pytest.mark.parametrize("mesh", ["dp", "dp_fsdp"])
+@pytest.mark.parametrize("mesh", ["dp", "dp_fsdp", "fsdp"])
 @pytest.mark.parametrize("mode", ["explicit", "auto"])
 def test_every_variant_has_the_same_gradients(mesh, mode):
     config = BASE.replace(mesh=mesh, mode=mode)
     loss, grads = build_step(config)()
     ev_kernel = np.asarray(grads["head"]["kernel"][...])
-    for variant in ("VE", "kernel-order-grad", "auto-axes"):
+    variants = {c.variant for c in every_mode_and_variant(config)} - {"EV"}
+    for variant in sorted(variants):
         other_loss, other = build_step(config.replace(variant=variant))()
         kernel = np.asarray(other["head"]["kernel"][...])
         np.testing.assert_allclose(other_loss, loss, rtol=1e-6)
@@ -122,9 +123,17 @@ def test_the_step_runs_on_the_mesh():
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"variant": "EVV"}, r"variant\s+Input should be 'EV', 'VE', 'kernel-order-grad' or"),
+        (
+            {"variant": "EVV"},
+            r"Input should be 'EV', 'VE', 'kernel-order-grad', 'auto-axes' or 'voc",
+        ),
         ({"mode": "manual"}, r"mode\s+Input should be 'explicit' or 'auto'"),
-        ({"mesh": "tp"}, r"mesh\s+Input should be 'dp' or 'dp_fsdp'"),
+        ({"mesh": "tp"}, r"mesh\s+Input should be 'dp', 'dp_fsdp' or 'fsdp'"),
+        ({"variant": "vocab-parallel"}, r"mesh 'dp' has none; use mesh 'fsdp' or 'dp_fsdp'"),
+        (
+            {"mesh": "fsdp", "variant": "vocab-parallel", "vocab": 258},
+            r"vocab 258 does not divide over the fsdp axis of size 4",
+        ),
         ({"batch": 6}, r"batch 6 does not divide over the 4 devices"),
         ({"mesh": "dp_fsdp", "emb": 63}, r"emb 63 does not divide over the fsdp axis of size 2"),
         ({"mesh": "dp_fsdp", "devices": 3, "batch": 9}, r"needs an even device count"),

@@ -1,0 +1,107 @@
+"""What the LM head puts on the wire: its collectives per device and step, in each orientation.
+
+The head and its loss are compiled alone (:func:`snippets.lowering.build_head_step`), so every
+collective in that module is the head's. MaxText's design doc (section 4.10) predicts the
+vocab-parallel head moves ``vocab / (batch * length)`` times fewer bytes than the default.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from snippets import hlo
+from snippets.collective_cost import ring_bytes_per_rank
+from snippets.lowering import (
+    LoweredStep,
+    StepConfig,
+    build_head_step,
+    every_mode_and_variant,
+    lower_built,
+)
+
+
+def head_collectives(lowered: LoweredStep) -> dict:
+    """The collectives of a compiled head step: op, shape and bytes each device sends per step,
+    their total, and those on the path from the weight-gradient dot to the kernel's gradient."""
+    found = [
+        {"op": c.kind, "shape": c.shape, "bytes": round(c.bytes_per_rank)}
+        for c in hlo.collectives(lowered.compiled)
+    ]
+    emb, vocab = lowered.config.kernel_dims
+    sizes = {emb * vocab // n for n in range(1, lowered.config.devices + 1)}
+    path = gradient_path(lowered.compiled, lowered.kernel_outputs, sizes)
+    gradient = [f"{op.opcode} {op.shape}" for op in path if op.opcode in hlo.COLLECTIVES]
+    total = sum(c["bytes"] for c in found)
+    return {"collectives": found, "bytes": total, "weight_gradient_collectives": gradient}
+
+
+def _elements(inst: hlo.Instruction) -> int:
+    shapes = hlo.array_shapes(inst.shape)
+    return math.prod(shapes[0][1]) if len(shapes) == 1 else -1
+
+
+def gradient_path(
+    hlo_text: str, outputs: tuple[int, ...], sizes: set[int]
+) -> list[hlo.Instruction]:
+    """The entry's instructions from the root's ``outputs`` back to the dots that make them,
+    through operands of a size in ``sizes`` (a combined collective counts as on the path)."""
+    comps, entry, root = hlo.computations(hlo_text)
+    by_name = {inst.name: inst for inst in comps[entry]}
+    pending, seen, path = [by_name[root].operands[i] for i in outputs], set(), []
+    while pending:
+        inst = by_name.get(pending.pop())
+        if inst is None or inst.name in seen or inst.opcode in ("dot", "parameter"):
+            continue
+        seen.add(inst.name)
+        path.append(inst)
+        if inst.opcode == "get-tuple-element":
+            pending.append(inst.operands[0])
+            continue
+        calls = re.findall(r"calls=%?([\w.\-]+)", inst.attributes)
+        if any(i.opcode == "dot" for name in calls for i in comps.get(name, [])):
+            continue
+        pending += [o for o in inst.operands if o in by_name and _elements(by_name[o]) in sizes]
+    return path
+
+
+def head_traffic(base: StepConfig) -> dict[str, dict[str, dict]]:
+    """:func:`head_collectives` for every (mode x variant) ``base``'s mesh allows."""
+    traffic: dict[str, dict[str, dict]] = {}
+    for config in every_mode_and_variant(base.replace(optimizer="none")):
+        lowered = lower_built(build_head_step(config))
+        traffic.setdefault(config.mode, {})[config.variant] = head_collectives(lowered)
+    return traffic
+
+
+DESIGN_DOC_MODELS = {
+    "llama2-7b": {"vocab": 32000, "kernel_gradient": "reduce-scatter"},
+    "qwen3-8b": {"vocab": 151936, "kernel_gradient": "all-reduce"},
+}
+"""The doc's two examples at its benchmark geometry (section 4.10): emb 2048, bf16, 4-way FSDP,
+4 sequences of 1024 tokens; qwen3's kernel gradient is a full all-reduce in both modes."""
+
+
+def design_doc_traffic(emb: int = 2048, batch: int = 4, length: int = 1024, fsdp: int = 4) -> list:
+    """Each orientation's head collectives per device and step, from the doc's stated shapes and
+    the ring model: the kernel gathered and its gradient finished, or the hidden state both ways."""
+    rows = []
+    hidden = 2 * batch * length * emb  # bf16[batch, length, emb]
+    for model, facts in DESIGN_DOC_MODELS.items():
+        kernel = 2 * emb * facts["vocab"]  # bf16[emb, vocab]
+        finish = facts["kernel_gradient"]
+        default = ring_bytes_per_rank("all-gather", kernel, fsdp)
+        scattered = kernel // fsdp if finish == "reduce-scatter" else kernel
+        default += ring_bytes_per_rank(finish, scattered, fsdp)
+        parallel = ring_bytes_per_rank("all-gather", hidden, fsdp)
+        parallel += ring_bytes_per_rank("reduce-scatter", hidden // fsdp, fsdp)
+        rows.append(
+            {
+                "model": model,
+                "default_MB": default / 1e6,
+                "vocab_parallel_MB": parallel / 1e6,
+                "ratio": default / parallel,
+                "vocab_over_tokens": facts["vocab"] / (batch * length),
+            }
+        )
+    return rows
