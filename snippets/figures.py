@@ -14,6 +14,7 @@ from matplotlib.patches import Patch
 from matplotlib.text import Text
 
 from snippets.cli import run_module
+from snippets.sources import SOURCE_TPU_RESULTS
 
 DPI = 150
 """Resolution of the displayed PNG: 1 inch of figure is 150 image pixels."""
@@ -207,14 +208,6 @@ def ratio_figure(rows: Sequence[dict]) -> DataFigure:
     figure.legend(handles=handles, fontsize=11, loc="outside upper center", ncols=2, frameon=False)
     keys = ("mode", "variant", "ratio_to_auto_EV", "ratio_min", "ratio_max", "verdict")
     return DataFigure(figure, [{key: row[key] for key in keys} for row in rows])
-
-
-SOURCE_TPU_RESULTS = [
-    {"config": "dp4", "auto": 4430.2, "explicit [E,V]": 4844.0, "explicit [V,E]": 4420.1},
-    {"config": "emb4096", "auto": 72200.8, "explicit [E,V]": 73330.0, "explicit [V,E]": 72601.8},
-]
-"""Step times in microseconds on a TPU v5p-8, 2 repetitions per configuration, quoted from the
-MaxText pull request that added ``lm_head_kernel_transposed``. Not measured here."""
 
 
 def source_tpu_figure(rows: Sequence[dict] = SOURCE_TPU_RESULTS) -> DataFigure:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 
 from snippets import hlo
 from snippets.collective_cost import ring_bytes_per_rank
@@ -65,10 +66,13 @@ def gradient_path(
     return path
 
 
-def head_traffic(base: StepConfig) -> dict[str, dict[str, dict]]:
-    """:func:`head_collectives` for every (mode x variant) ``base``'s mesh allows."""
+def head_traffic(base: StepConfig, variants: Sequence[str] = ()) -> dict[str, dict[str, dict]]:
+    """:func:`head_collectives` in each mode for ``variants``, by default every one that
+    ``base``'s mesh allows."""
     traffic: dict[str, dict[str, dict]] = {}
     for config in every_mode_and_variant(base.replace(optimizer="none")):
+        if variants and config.variant not in variants:
+            continue
         lowered = lower_built(build_head_step(config))
         traffic.setdefault(config.mode, {})[config.variant] = head_collectives(lowered)
     return traffic

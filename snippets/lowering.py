@@ -136,7 +136,7 @@ class TinyLM(nnx.Module):
         """The head on ``x`` and the mean cross-entropy of its logits against ``targets``."""
         config = self.config
         if config.variant == "vocab-parallel":  # gather the hidden state, not the kernel
-            logits = vocab_parallel_logits(x, self.head.kernel[...], config.data_axes)
+            logits = vocab_parallel_logits(x, self.head, config.data_axes)
             return vocab_parallel_cross_entropy(logits, targets, config.data_axes)
         explicit = jax.typeof(x).sharding.mesh.are_all_axes_explicit
         pin = P(config.axes, None, None) if explicit and config.pin_logits else None

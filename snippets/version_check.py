@@ -76,6 +76,22 @@ def lm_head_facts() -> dict:
     return {k: v for k, v in orientation_report().items() if k not in ("EV", "VE")}
 
 
+def vocab_parallel_facts() -> dict:
+    """The head's collective bytes per device, default and vocab-parallel, on a 4-way fsdp mesh
+    with a vocab 64 times the tokens; and whether the rotated kernel's gradient needs one."""
+    from snippets.head_traffic import head_traffic
+    from snippets.lowering import StepConfig
+
+    wide = StepConfig(mesh="fsdp", devices=DEVICES, emb=64, vocab=8192, batch=8, seq=16)
+    traffic = head_traffic(wide, ("EV", "vocab-parallel"))
+    facts: dict = {}
+    for mode, by_variant in traffic.items():
+        facts |= {f"{mode} {v} bytes": found["bytes"] for v, found in by_variant.items()}
+        gradient = by_variant["vocab-parallel"]["weight_gradient_collectives"]
+        facts[f"{mode} vocab-parallel weight-gradient collectives"] = len(gradient)
+    return facts
+
+
 def maxtext_facts() -> dict:
     """MaxText's decoder (``snippets.maxtext_decoder``'s defaults): calls, sites, folds per mode."""
     import jax
@@ -102,11 +118,12 @@ CHECKS: dict[str, Callable[[], dict]] = {
     "reduce_scatter": reduce_scatter_facts,
     "reduce_scatter_explicit_mode": explicit_mode_facts,
     "lm_head": lm_head_facts,
+    "vocab_parallel": vocab_parallel_facts,
     "maxtext": maxtext_facts,
 }
 
 
-STORY_CHECKS = ("barrier", "causal_control", "reduce_scatter", "lm_head")
+STORY_CHECKS = ("barrier", "causal_control", "reduce_scatter", "lm_head", "vocab_parallel")
 """The checks the guides' argument rests on; the others record what a release can do."""
 STORY_RUNS = {
     "barrier": ("barrier_sites", 1, 0),
@@ -149,6 +166,10 @@ def story_breaks(record: dict) -> list[str]:
                 breaks.append(f"{check}: {where} {fact} is {run[fact]}, the story says {expected}")
     if results.get("barrier", {}).get("partitioner_first") is False:
         breaks.append("on CPU the simplifier now runs before the partitioner")
+    rotated = results.get("vocab_parallel", {})
+    for mode in ("explicit", "auto"):
+        if rotated.get(f"{mode} vocab-parallel bytes", 0) >= rotated.get(f"{mode} EV bytes", 1):
+            breaks.append(f"vocab_parallel: in {mode} mode the rotated head moves no fewer bytes")
     shards = results.get("reduce_scatter", {}).get("shards")
     if shards is not None and shards != [[[19.0, 22.0]], [[43.0, 50.0]]]:
         breaks.append(f"the 2x2 reduce-scatter gives {shards}")

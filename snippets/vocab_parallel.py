@@ -8,6 +8,8 @@ vocab-sharded logits. These two functions are that head and its loss, in either 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
@@ -26,18 +28,19 @@ def _spec(ndim: int, batch: tuple[str, ...], last: str | None = None) -> P:
 
 
 def vocab_parallel_logits(
-    hidden: jax.Array, kernel: jax.Array, batch: tuple[str, ...] = (), vocab: str = "fsdp"
+    hidden: jax.Array, head: Callable, batch: tuple[str, ...] = (), vocab: str = "fsdp"
 ) -> jax.Array:
-    """``hidden @ kernel``, sharded on ``vocab``: the hidden state is gathered over that axis first.
+    """``head(hidden)``, sharded on ``vocab``: the hidden state is gathered over that axis first.
 
-    ``kernel`` is ``[embed, vocab]`` sharded ``P(None, vocab)``; ``batch`` names the mesh axes
+    ``head`` is a layer called as ``head(x, out_sharding=...)`` (``nnx.Linear``, ``DenseGeneral``)
+    whose ``[embed, vocab]`` kernel is sharded ``P(None, vocab)``; ``batch`` names the mesh axes
     the batch stays sharded on (the data axes, never ``vocab``).
     """
     whole = _pin(hidden, _spec(hidden.ndim, batch))  # every vocab shard needs every token
     out = _spec(hidden.ndim, batch, vocab)
-    explicit = jax.sharding.get_abstract_mesh().are_all_axes_explicit
-    logits = jnp.einsum("...e,ev->...v", whole, kernel, out_sharding=out if explicit else None)
-    return logits if explicit else _pin(logits, out)
+    if jax.sharding.get_abstract_mesh().are_all_axes_explicit:
+        return head(whole, out_sharding=out)
+    return _pin(head(whole), out)
 
 
 def vocab_parallel_cross_entropy(

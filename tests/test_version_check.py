@@ -81,3 +81,15 @@ def test_every_name_a_check_imports_exists():
         if isinstance(node, ast.ImportFrom) and node.module.startswith("snippets."):
             module = importlib.import_module(node.module)
             assert [a.name for a in node.names if not hasattr(module, a.name)] == [], node.module
+
+
+def test_a_rotated_head_that_moves_more_bytes_breaks_the_story(record):
+    record["results"]["vocab_parallel"] = {
+        "explicit EV bytes": 100,
+        "explicit vocab-parallel bytes": 10,
+        "auto EV bytes": 100,
+        "auto vocab-parallel bytes": 100,
+    }
+    assert story_breaks(record) == [
+        "vocab_parallel: in auto mode the rotated head moves no fewer bytes"
+    ]
