@@ -29,10 +29,12 @@ def _explicit_spec(array: jax.Array) -> PartitionSpec | None:
 
 @partial(jax.custom_vjp, nondiff_argnums=(2,))
 def kernel_order_logits(
-    x: jax.Array, kernel: jax.Array, out_sharding: PartitionSpec | None
+    x: jax.Array, kernel: jax.Array, out_sharding: PartitionSpec | None = None
 ) -> jax.Array:
     """``x @ kernel`` for a kernel stored ``[embed, vocab]``; ``_backward`` writes the kernel's
-    gradient in that same order."""
+    gradient in that same order. ``out_sharding`` is the logits' sharding, as for
+    ``lax.dot_general``: ``None`` lets JAX derive it from the operands' (on an explicit mesh,
+    an error where that is ambiguous)."""
     return lax.dot_general(x, kernel, (((x.ndim - 1,), (0,)), ((), ())), out_sharding=out_sharding)
 
 
@@ -53,6 +55,12 @@ def _backward(out_sharding, residuals, g):
 kernel_order_logits.defvjp(_forward, _backward)
 
 
+def _reduction_tagged(array: jax.Array) -> bool:
+    """Whether the array's type carries ``reduced`` or ``unreduced`` axes (JAX 0.12 types)."""
+    spec = jax.typeof(array).sharding.spec
+    return bool(getattr(spec, "reduced", None) or getattr(spec, "unreduced", None))
+
+
 def auto_axes_dot_general(
     lhs: jax.Array,
     rhs: jax.Array,
@@ -62,13 +70,18 @@ def auto_axes_dot_general(
     **options: Any,
 ) -> jax.Array:
     """``lax.dot_general`` with the mesh's axes Auto for this one dot, leaving with
-    ``out_sharding`` (by default the plain dot's); the plain dot where the mesh is not all
-    Explicit. Its signature is ``lax.dot_general``'s, so a layer takes it as ``dot_general=``.
+    ``out_sharding`` (by default the plain dot's). Its signature is ``lax.dot_general``'s, so a
+    layer takes it as ``dot_general=``.
+
+    The plain dot where the mesh is not all Explicit (no barrier to remove), and, as MaxText's
+    ``_dot_general_in_auto_axes``, for an operand typed ``reduced`` or ``unreduced``, whose tag
+    the region would drop.
     """
     dot = partial(
         lax.dot_general, dimension_numbers=dimension_numbers, precision=precision, **options
     )
-    if not jax.typeof(lhs).sharding.mesh.are_all_axes_explicit:
+    tagged = any(_reduction_tagged(operand) for operand in (lhs, rhs))
+    if tagged or not jax.typeof(lhs).sharding.mesh.are_all_axes_explicit:
         return dot(lhs, rhs, out_sharding=out_sharding)
     if out_sharding is None:
         out_sharding = jax.eval_shape(dot, lhs, rhs).sharding

@@ -122,6 +122,11 @@ class DenseGeneral(nnx.Module):
     ) -> jax.Array:
         """Contract ``inputs`` over ``axis`` with the kernel (``slice_bounds``: a slice of the
         last output feature); add the bias."""
+        axis = normalize_axis_tuple(self.axis, inputs.ndim)
+        if (sizes := tuple(inputs.shape[a] for a in axis)) != self.in_features:  # as MaxText
+            raise ValueError(
+                f"Input sizes {sizes} on axes {axis} do not match {self.in_features=}."
+            )
         kernel = self.kernel[...]
         bias = None if self.bias is None else self.bias[...]
         if slice_bounds is not None:  # checked as MaxText does
@@ -139,7 +144,6 @@ class DenseGeneral(nnx.Module):
         else:
             auto_axes = self.weight_grad_in_kernel_order == "auto_axes"
             dot_general = auto_axes_dot_general if auto_axes else lax.dot_general
-            axis = normalize_axis_tuple(self.axis, inputs.ndim)
             dimensions = ((axis, self.contract_axes), ((), ()))
             out = dot_general(inputs, kernel, dimensions, out_sharding=out_sharding)
         return out if bias is None else out + bias

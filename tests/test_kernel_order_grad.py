@@ -96,3 +96,27 @@ def test_the_plain_dot_keeps_the_barrier():
     """The control: without either head, explicit mode puts a Sharding call in between."""
     sites = transpose_of_dot_sites(_explicit_grad_hlo(lambda x, k, s: x @ k), (EMB, VOCAB))
     assert [site.kind for site in sites] == ["barrier"]
+
+
+@pytest.mark.needs_devices(2)
+def test_auto_axes_steps_aside_for_a_reduced_operand():
+    """A kernel typed ``reduced`` gets the plain dot, as MaxText's region does: same program."""
+    mesh = jax.make_mesh((2,), ("data",), axis_types=(AxisType.Explicit,))
+    contract = (((1,), (0,)), ((), ()))
+
+    def hlo(dot):
+        def loss(kernel, x):
+            kernel = jax.sharding.reshard(kernel, P(reduced={"data"}))
+            return jnp.sum(dot(x, kernel, contract))
+
+        with jax.set_mesh(mesh):
+            x = jax.device_put(jnp.ones((4, EMB)), P("data", None))
+            kernel = jax.device_put(jnp.ones((EMB, VOCAB)), P())
+            return jax.jit(jax.grad(loss)).lower(kernel, x).as_text()
+
+    assert hlo(auto_axes_dot_general) == hlo(jax.lax.dot_general)
+
+
+def test_kernel_order_logits_derives_its_sharding_by_default():
+    x, kernel = _inputs()
+    np.testing.assert_allclose(kernel_order_logits(x, kernel), x @ kernel, rtol=1e-6, atol=1e-6)

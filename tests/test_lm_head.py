@@ -151,10 +151,11 @@ def test_transposed_kernel_rejects_slice_bounds():
         layer(jnp.ones((2, 16)), slice_bounds=(0, 4))
 
 
-def test_input_that_does_not_match_the_axes_is_rejected():
-    """The library's own checks: dot_general's shapes, numpy's axis normalisation."""
-    layer = pair(16, 8)[1]
-    with pytest.raises(TypeError, match=r"contracting dimensions to have the same shape"):
+@pytest.mark.parametrize("flag", [False, True])
+def test_input_that_does_not_match_the_axes_is_rejected(flag):
+    """The feature sizes are checked at call, in one line as MaxText does; numpy checks the axes."""
+    layer = pair(16, 8)[flag]
+    with pytest.raises(ValueError, match=r"Input sizes \(12,\) on axes \(1,\) do not match"):
         layer(jnp.ones((2, 12)))
     deep = DenseGeneral((4, 4), 8, axis=(-3, -1), rngs=nnx.Rngs(0))
     with pytest.raises(ValueError, match=r"axis -3 is out of bounds for array of dimension 2"):
@@ -265,3 +266,28 @@ def test_orientations_agree_within_rounding_at_every_size(emb, vocab, tokens):
     assert report["forward_within_rounding_bound"]
     assert report["grad_within_rounding_bound"]
     assert report["forward_bit_identical_here"] == (report["forward_max_abs_diff"] == 0)
+
+
+@pytest.mark.parametrize(
+    ("in_features", "out_features", "axis"), [(16, 8, -1), ((4, 16), (2, 8), (-2, -1))]
+)
+def test_the_untransposed_layer_computes_what_flax_linear_general_does(
+    in_features, out_features, axis
+):
+    """Same kernel, bias and input: bit for bit on small integers (exact sums, any machine),
+    within a dot product's rounding on random floats (the summation order is the backend's)."""
+    ours = DenseGeneral(in_features, out_features, axis=axis, use_bias=True, rngs=nnx.Rngs(0))
+    flax = nnx.LinearGeneral(in_features, out_features, axis=axis, rngs=nnx.Rngs(1))
+    keys = jax.random.split(jax.random.key(2), 3)
+    x = small_integers(keys[0], (3, *ours.in_features))
+    for layer in (ours, flax):
+        layer.kernel[...] = small_integers(keys[1], ours.kernel.shape)
+        layer.bias[...] = small_integers(keys[2], ours.bias.shape)
+    assert jnp.array_equal(ours(x), flax(x))
+
+    x = jax.random.normal(keys[0], x.shape)
+    for layer in (ours, flax):
+        layer.kernel[...] = jax.random.normal(keys[1], ours.kernel.shape)
+    rows, columns = x.reshape(3, -1), ours.kernel[...].reshape(x[0].size, -1)
+    bound = dot_rounding_bound(rows, columns).reshape(ours(x).shape)
+    assert np.all(np.abs(np.subtract(ours(x), flax(x), dtype=np.float64)) <= bound)
