@@ -132,6 +132,7 @@ ROOT_REDIRECT = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="refresh" content="0; url=docs/index.html">
 <link rel="canonical" href="docs/index.html">
+<link rel="icon" href="_static/favicon.svg">
 <title>{title}</title></head>
 <body><p><a href="docs/index.html">{title}</a></p></body></html>
 """
@@ -148,7 +149,7 @@ def _snippets_digest() -> str:
     re-execute them."""
     digest = hashlib.sha256()
     root = Path(__file__).parent
-    for path in sorted([*root.glob("snippets/*.py"), *root.glob("docs/*.json")]):
+    for path in sorted([*root.glob("snippets/**/*.py"), *root.glob("docs/*.json")]):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 

@@ -71,17 +71,30 @@ def test_config_does_not_coerce(field, value):
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"logits_via_embedding": True, "lm_head_kernel_transposed": True}, "requires logits_via"),
         ({"emb_dim": 0}, "emb_dim"),
         ({"vocab_size": 3.5}, "vocab_size"),
         ({"lm_head_weight_grad_in_kernel_order": "vjp"}, "lm_head_weight_grad_in_kernel_order"),
-        ({"bogus": 1}, "bogus"),
+        ({"shard_mode": "explicit"}, "shard_mode"),  # the mesh carries the mode
     ],
 )
 def test_replace_validates_the_changes(changes, message):
     config = LMHeadConfig(emb_dim=8, vocab_size=16)
     with pytest.raises(ValidationError, match=message):
         config.replace(**changes)
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("lm_head_kernel_transposed", True),
+        ("lm_head_weight_grad_in_kernel_order", "auto_axes"),
+        ("lm_head_vocab_parallel", True),
+    ],
+)
+def test_config_rejects_a_fix_on_a_tied_head(flag, value):
+    with pytest.raises(ValidationError) as error:
+        LMHeadConfig(emb_dim=8, vocab_size=16, logits_via_embedding=True, **{flag: value})
+    assert f"{flag}={value!r} requires logits_via_embedding=False" in str(error.value)
 
 
 def test_replace_keeps_a_valid_change_and_the_original():
@@ -131,6 +144,21 @@ def test_replicating_on_purpose_is_allowed():
         ({"vocab": 256.0}, r"vocab\s+Input should be a valid integer"),
         ({"dtype": "int8"}, r"dtype\s+Input should be 'float32', 'bfloat16' or 'float16'"),
         ({"pin_logits": "no"}, r"pin_logits\s+Input should be a valid boolean"),
+        ({"optimizer": "sgd"}, r"optimizer\s+Input should be 'none' or 'adam'"),
+        (
+            {"variant": "EVV"},
+            r"Input should be 'EV', 'VE', 'kernel-order-grad', 'auto-axes' or 'voc",
+        ),
+        ({"mode": "manual"}, r"mode\s+Input should be 'explicit' or 'auto'"),
+        ({"mesh": "tp"}, r"mesh\s+Input should be 'dp', 'dp_fsdp' or 'fsdp'"),
+        ({"variant": "vocab-parallel"}, r"mesh 'dp' has none; use mesh 'fsdp' or 'dp_fsdp'"),
+        (
+            {"mesh": "fsdp", "variant": "vocab-parallel", "vocab": 258},
+            r"vocab 258 does not divide over the fsdp axis of size 4",
+        ),
+        ({"batch": 6}, r"batch 6 does not divide over the 4 devices"),
+        ({"mesh": "dp_fsdp", "emb": 63}, r"emb 63 does not divide over the fsdp axis of size 2"),
+        ({"mesh": "dp_fsdp", "devices": 3, "batch": 9}, r"needs an even device count"),
     ],
 )
 def test_step_config_rejects_sizes_and_types(changes, message):

@@ -29,26 +29,35 @@ from snippets.gradient_finish import (
 from snippets.timing import verdict
 
 
-@pytest.mark.parametrize("ranks", [2, 4, 8])
-def test_ring_bytes_and_hops(ranks):
-    tensor = 8 * 1024
-    rs, ar = predict("reduce-scatter", tensor, ranks), predict("all-reduce", tensor, ranks)
-    assert rs["bytes_per_rank"] == tensor * (ranks - 1) // ranks
-    assert ar["bytes_per_rank"] == 2 * rs["bytes_per_rank"]
-    assert (rs["hops"], ar["hops"]) == (ranks - 1, 2 * (ranks - 1))
-    assert rs["transfer_us"] == pytest.approx(1e6 * rs["bytes_per_rank"] / 9e10)
-    assert ar["latency_us"] == pytest.approx(2 * (ranks - 1))
+@pytest.mark.parametrize(
+    ("tensor", "ranks", "sent", "hops"),
+    [
+        (16, 2, {"reduce-scatter": 8, "all-reduce": 16}, (1, 2)),  # the lesson's 2x2, float32
+        (32_768_000, 4, {"reduce-scatter": 24_576_000, "all-reduce": 49_152_000}, (3, 6)),
+    ],
+    ids=["lesson", "design-doc"],
+)
+def test_ring_bytes_and_hops_as_the_sources_count_them(tensor, ranks, sent, hops):
+    """The lesson's 8 bytes per rank; the design doc's llama2 gradient (section 4.2): 24.58 MB
+    for a reduce-scatter, 49.15 MB for an all-reduce, per device on a 4-way ring."""
+    costs = {kind: predict(kind, tensor, ranks) for kind in sent}
+    assert {kind: cost["bytes_per_rank"] for kind, cost in costs.items()} == sent
+    assert (costs["reduce-scatter"]["hops"], costs["all-reduce"]["hops"]) == hops
+    assert costs["all-reduce"]["latency_us"] == pytest.approx(hops[1])  # 1 us per hop
+    assert costs["reduce-scatter"]["transfer_us"] == pytest.approx(
+        1e6 * sent["reduce-scatter"] / 9e10
+    )
 
 
 def test_the_source_sizes():
     rows = {(r["emb"], r["dtype"], r["collective"]): r for r in lm_head_gradient_costs()}
     rs = rows[(512, "bf16", "reduce-scatter")]
-    assert rs["gradient_bytes"] == 32000 * 512 * 2
-    assert rs["bytes_per_rank"] == 32000 * 512 * 2 * 3 // 4
-    assert rs["predicted_us"] == pytest.approx(3 + 1e6 * 24_576_000 / 9e10)
+    assert rs["gradient_bytes"] == 32_768_000  # the doc's 32.77 MB
+    assert rs["bytes_per_rank"] == 24_576_000  # the doc's 24.58 MB
+    assert rs["predicted_us"] == pytest.approx(276.07, abs=0.01)  # 3 hops + 24.576 MB at 90 GB/s
     assert rs["slice_us"] == 0
     ar = rows[(512, "bf16", "all-reduce + dynamic-slice")]
-    assert ar["slice_us"] == pytest.approx(1e6 * 2 * 32000 * 512 * 2 / 4 / 2765e9)
+    assert ar["slice_us"] == pytest.approx(5.925, abs=0.001)  # 2 x 8.192 MB at 2765 GB/s
     assert ar["predicted_us"] == pytest.approx(
         ar["latency_us"] + ar["transfer_us"] + ar["slice_us"]
     )

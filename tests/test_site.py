@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+
+from tests.guide_runner import guide_paths
 
 
 class _CardLinks(HTMLParser):
@@ -34,9 +37,12 @@ def site(built_site) -> Path:
     return built_site.html
 
 
-def test_root_opens_the_landing_page(site):
-    assert 'url=docs/index.html"' in (site / "index.html").read_text()
+def test_root_opens_the_landing_page_with_the_sites_icon(site):
+    root = (site / "index.html").read_text()
+    assert 'url=docs/index.html"' in root
     assert (site / "docs" / "index.html").exists()
+    (icon,) = re.findall(r'<link rel="icon" href="([^"]+)"', root)  # no request for /favicon.ico
+    assert (site / icon).is_file()
 
 
 @pytest.mark.parametrize("page", ["docs/index.html", "guides/index.html"])
@@ -48,10 +54,12 @@ def test_every_card_links_to_a_page_that_exists(site, page):
         assert target.resolve().is_file(), f"{page}: card links to missing {href}"
 
 
-def test_landing_page_cards(site):
-    assert len(card_links(site / "docs" / "index.html")) == 4
+def test_every_guide_has_a_card_on_the_guides_page(site):
+    cards = {href.split("#")[0] for href in card_links(site / "guides" / "index.html")}
+    assert cards == {f"{guide.stem}.html" for guide in guide_paths()}
 
 
-def test_the_site_has_a_404_page(site):
+def test_the_404_page_says_so_and_links_home_from_any_depth(site):
     page = (site / "404.html").read_text()
-    assert "404" in page
+    assert "<h1>Page not found</h1>" in page
+    assert 'href="/docs/index.html"' in page  # absolute: it is served for any missing path
