@@ -92,6 +92,13 @@ def vocab_parallel_facts() -> dict:
     return facts
 
 
+def capability_facts() -> dict:
+    """What each mode allows (:mod:`snippets.modes`): every check's outcome, per mode."""
+    from snippets.modes import report
+
+    return report()
+
+
 def maxtext_facts() -> dict:
     """MaxText's decoder (``snippets.maxtext_decoder``'s defaults): calls, sites, folds per mode."""
     import jax
@@ -119,6 +126,7 @@ CHECKS: dict[str, Callable[[], dict]] = {
     "reduce_scatter_explicit_mode": explicit_mode_facts,
     "lm_head": lm_head_facts,
     "vocab_parallel": vocab_parallel_facts,
+    "capabilities": capability_facts,
     "maxtext": maxtext_facts,
 }
 
@@ -177,12 +185,15 @@ def story_breaks(record: dict) -> list[str]:
 
 
 def flat_facts(record: dict) -> dict[str, object]:
-    """One release's facts as ``{"check: fact": value}``, barrier runs spelled out per mode/variant."""
+    """One release's facts as ``{"check: fact": value}``: barrier runs spelled out per
+    mode/variant, a fact per mode (the capabilities) per mode."""
     if "error" in record:
         return {"run": f"failed: {record['error']}"}
     facts: dict[str, object] = {}
     for check, result in record["results"].items():
-        facts |= {f"{check}: {key}": value for key, value in result.items() if key != "runs"}
+        for key, value in result.items():
+            nested = value.items() if isinstance(value, dict) else [("", value)]
+            facts |= {f"{check}: {key} {inner}".rstrip(): v for inner, v in nested if key != "runs"}
         for run in result.get("runs", []):
             where = f"{check}: {run['mode']}/{run['variant']}"
             facts |= {f"{where} {k}": v for k, v in run.items() if k not in ("mode", "variant")}

@@ -32,9 +32,11 @@ RAW_MARKUP = (".. py:", ".. auto", "{glue", "{code-cell}", "{literalinclude}", "
 GUIDES = (
     "devices_and_meshes",
     "shard_mode_performance",
+    "choosing_a_mode",
     "reduce_scatter",
     "checkpoints",
     "maxtext_decoder",
+    "check_a_run",
 )
 
 KNOWN_CONSOLE_ERRORS: dict[str, str] = {}
@@ -451,6 +453,7 @@ def test_the_site_opens_from_file_urls(browser, site):
 LENGTH_LIMITS = {
     "guides/shard_mode_performance.html": {"words": 3400, "phone_screens": 20},
     "guides/reduce_scatter.html": {"words": 3000},
+    "guides/choosing_a_mode.html": {"words": 2000},
 }
 """Pages with a length budget: words outside collapsed dropdowns, and 390 x 844 px screens."""
 
