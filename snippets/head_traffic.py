@@ -23,10 +23,11 @@ from snippets.lowering import (
 
 
 def head_collectives(lowered: LoweredStep) -> dict:
-    """The collectives of a compiled head step: op, shape and bytes each device sends per step,
-    their total, and those on the path from the weight-gradient dot to the kernel's gradient."""
+    """The collectives of a compiled head step: op, shape and bytes each device sends per step
+    (a loop's weighted by its trips), their total, and those on the path from the
+    weight-gradient dot to the kernel's gradient."""
     found = [
-        {"op": c.kind, "shape": c.shape, "bytes": round(c.bytes_per_rank)}
+        {"op": c.kind, "shape": c.shape, "bytes": round(c.bytes_per_step)}
         for c in hlo.collectives(lowered.compiled)
     ]
     emb, vocab = lowered.config.kernel_dims
