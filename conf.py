@@ -51,6 +51,15 @@ nb_merge_streams = True
 nb_render_markdown_format = "myst"  # Markdown outputs (tables) are parsed as MyST
 myst_heading_anchors = 3
 
+napoleon_numpy_docstring = False  # Google style only
+nitpicky = True  # a cross-reference to nothing is a warning, so the -W build fails on it
+nitpick_ignore_regex = [
+    # Types from other projects: no intersphinx, the build stays offline.
+    ("py:class", r"(collections|typing|pathlib|argparse|jax|jaxlib|flax|numpy|optax)\..*"),
+    ("py:class", r"(matplotlib|orbax|pydantic)\..*"),
+    # What autodoc prints of snippets.cli.PositiveInt's Annotated[int, Field(...)] metadata.
+    ("py:class", r"\w+=.*|Strict|Ge|FieldInfo"),
+]
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 autodoc_class_signature = "separated"  # nnx.Module's metaclass hides __init__'s parameters
@@ -227,7 +236,24 @@ def _link_executed_notebook(app, pagename, templatename, context, doctree):
     context["ipynb_source"] = f"{pagename}.ipynb"
 
 
+_PLAIN_DOCSTRINGS: dict[str, list[str]] = {}
+"""Attribute and data docstrings, as written: napoleon would read a first line with a colon in
+it ("The head variants, as LM-head options: ...") as ``type: description``."""
+
+
+def _keep_plain_docstring(app, what, name, obj, options, lines):
+    if what in ("attribute", "data", "property"):
+        _PLAIN_DOCSTRINGS[name] = list(lines)
+
+
+def _restore_plain_docstring(app, what, name, obj, options, lines):
+    if what in ("attribute", "data", "property"):
+        lines[:] = _PLAIN_DOCSTRINGS.pop(name, lines)
+
+
 def setup(app):
+    app.connect("autodoc-process-docstring", _keep_plain_docstring, priority=400)  # napoleon: 500
+    app.connect("autodoc-process-docstring", _restore_plain_docstring, priority=600)
     app.add_config_value("repository_address", "", "env")
     if REPOSITORY_URL:
         app.tags.add("repository")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -63,3 +65,21 @@ def test_the_404_page_says_so_and_links_home_from_any_depth(site):
     page = (site / "404.html").read_text()
     assert "<h1>Page not found</h1>" in page
     assert 'href="/docs/index.html"' in page  # absolute: it is served for any missing path
+
+
+def test_a_broken_cross_reference_fails_the_build(tmp_path):
+    """nitpicky: a {py:func} to nothing is a warning, and -W makes it an error, as in ``nox``."""
+    root = Path(__file__).resolve().parent.parent
+    (tmp_path / "docs").mkdir()
+    page = "# Page\n\nSee {py:func}`snippets.lowering.no_such_function`.\n"
+    (tmp_path / "docs" / "index.md").write_text(page)
+    command = [sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", "-c", str(root)]
+    result = subprocess.run(
+        [*command, str(tmp_path), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=root,
+    )
+    assert result.returncode != 0
+    assert "py:func reference target not found: snippets.lowering.no_such_function" in result.stderr
