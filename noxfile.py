@@ -20,7 +20,6 @@ nox.options.reuse_existing_virtualenvs = True
 
 HTML = Path("_build/html")
 BROWSER_SITE = Path("_build/browser-site")
-UV = nox.virtualenv.UV  # the uv that nox found (on PATH or beside nox); nox uses it for "uv" too
 
 
 def install(session: nox.Session, *groups: str, project: bool = True) -> None:
@@ -140,6 +139,14 @@ def browser(session: nox.Session) -> None:
     session.run("pytest", "tests/browser", *(session.posargs or ["-v"]))
 
 
+@nox.session(default=False)
+def bench(session: nox.Session) -> None:
+    """find_barriers against the lowering it reads at llama2-7b's shape, and the command line on
+    that model's XLA dump: medians and ranges as a table (``python -m snippets.barrier_bench``)."""
+    install(session, "docs")
+    session.run("python", "-m", "snippets.barrier_bench", *session.posargs)
+
+
 @nox.session(default=False, venv_backend="none")
 def clean(session: nox.Session) -> None:
     """Remove the build outputs, execution cache included."""
@@ -148,12 +155,11 @@ def clean(session: nox.Session) -> None:
 
 MATRIX_RESULTS = Path("docs/version_matrix.json")
 MATRIX_RELEASES = [
-    {"python": "3.11", "jax": "0.10.2", "flax": "0.12.8"},
-    {"python": "3.12", "jax": "0.11.2", "flax": "0.12.12"},
-    {"python": "3.12", "jax": "0.12.0.1", "flax": "0.12.12"},
+    nox.param("3.11", "0.10.2", "0.12.8", id="jax='0.10.2'"),
+    nox.param("3.12", "0.11.2", "0.12.12", id="jax='0.11.2'"),
+    nox.param("3.12", "0.12.0.1", "0.12.12", id="jax='0.12.0.1'"),
 ]
-"""The JAX releases the story is re-measured on; the last is the pinned one."""
-
+"""The JAX releases the story is re-measured on (Python, JAX, Flax); the last is the pinned one."""
 
 MAXTEXT_NEEDS_JAX = (0, 11, 1)
 """MaxText 0.2.5 requires JAX 0.11.1 or newer; older releases get a row saying so."""
@@ -163,6 +169,12 @@ def _release(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split(".")[:3])
 
 
+def project_pins(*names: str) -> list[str]:
+    """The named requirements exactly as ``pyproject.toml`` pins them for the project."""
+    requirements = tomllib.loads(Path("pyproject.toml").read_text())["project"]["dependencies"]
+    return [r for r in requirements if r.split("==")[0] in names]
+
+
 def maxtext_requirements() -> tuple[str, list[str]]:
     """MaxText's pin and the requirement list ``pyproject.toml`` locks for it (dependency-metadata)."""
     entries = tomllib.loads(Path("pyproject.toml").read_text())["tool"]["uv"]["dependency-metadata"]
@@ -170,45 +182,39 @@ def maxtext_requirements() -> tuple[str, list[str]]:
     return f"maxtext=={entry['version']}", entry["requires-dist"]
 
 
-def _version_check(session: nox.Session, python: Path, release: dict) -> dict:
-    """Run ``snippets.version_check`` with ``python``; a release it cannot run records why."""
+def record_release(record: dict) -> None:
+    """Put one release's record into ``docs/version_matrix.json``, replacing its earlier one."""
+    order = [param.args[1] for param in MATRIX_RELEASES]
+    recorded = json.loads(MATRIX_RESULTS.read_text())["releases"] if MATRIX_RESULTS.exists() else []
+    kept = {r["versions"]["jax"]: r for r in recorded} | {record["versions"]["jax"]: record}
+    releases = sorted(kept.values(), key=lambda r: order.index(r["versions"]["jax"]))
+    MATRIX_RESULTS.write_text(json.dumps({"releases": releases}, indent=2) + "\n")
+
+
+@nox.session(default=False)
+@nox.parametrize(("python", "jax", "flax"), MATRIX_RELEASES)
+def matrix(session: nox.Session, jax: str, flax: str) -> None:
+    """Re-measure the guides' key facts on one JAX release and record them for the site.
+
+    ``nox -s matrix`` runs every release, ``nox -s "matrix(jax='0.12.0.1')"`` one; each gets
+    its own environment, and its record replaces that release's in ``docs/version_matrix.json``,
+    which the "Does the story hold on your JAX?" page renders. Not a default session: it
+    downloads each release.
+    """
+    release = (f"jax=={jax}", f"jaxlib=={jax}", f"flax=={flax}")
+    session.install(*release, *project_pins("pydantic", "numpy"))
+    if _release(jax) >= MAXTEXT_NEEDS_JAX:
+        maxtext, requirements = maxtext_requirements()
+        session.install("--no-deps", maxtext)
+        session.install(*release, *requirements, *project_pins("numpy"))
+    python = Path(session.virtualenv.location) / "bin" / "python"
     session.log(f"{python} -m snippets.version_check --json")
     command = [str(python), "-m", "snippets.version_check", "--json"]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode == 0:
-        return json.loads(result.stdout)
-    last_line = (result.stderr.strip().splitlines() or ["no output"])[-1]
-    return {"versions": {"python": release["python"], "jax": release["jax"]}, "error": last_line}
-
-
-@nox.session(default=False, venv_backend="none")
-def matrix(session: nox.Session) -> None:
-    """Re-measure the guides' key facts on several JAX releases; record them for the site.
-
-    Each release gets its own environment under ``_build/matrix``; the records go to
-    ``docs/version_matrix.json``, which the "Does the story hold on your JAX?" page renders.
-    """
-    records = []
-    for release in MATRIX_RELEASES:
-        venv = Path("_build/matrix") / f"jax-{release['jax']}"
-        python = venv / "bin" / "python"
-        session.run(
-            UV,
-            "venv",
-            "--quiet",
-            "--allow-existing",
-            "--python",
-            release["python"],
-            str(venv),
-            external=True,
-        )
-        pins = (f"jax=={release['jax']}", f"jaxlib=={release['jax']}", f"flax=={release['flax']}")
-        install = (UV, "pip", "install", "--quiet", "--python", str(python))
-        session.run(*install, *pins, "pydantic==2.14.4", "numpy<2.5", external=True)
-        if _release(release["jax"]) >= MAXTEXT_NEEDS_JAX:
-            maxtext, requirements = maxtext_requirements()
-            session.run(*install, "--no-deps", maxtext, external=True)
-            session.run(*install, *pins, *requirements, "numpy<2.5", external=True)
-        records.append(_version_check(session, python, release))
-    MATRIX_RESULTS.write_text(json.dumps({"releases": records}, indent=2) + "\n")
-    session.log(f"Recorded {len(records)} releases in {MATRIX_RESULTS}")
+        record = json.loads(result.stdout)
+    else:  # a release that cannot run the checks gets a row saying why
+        last_line = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        record = {"versions": {"python": session.python, "jax": jax}, "error": last_line}
+    record_release(record)
+    session.log(f"Recorded JAX {jax} in {MATRIX_RESULTS}")

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import jax
 
-from snippets import hlo
+from snippets import barrier_check, hlo
 from snippets.causal_control import causal_control
 from snippets.cli import Parser, reported, run_module
 from snippets.devices import describe_devices, setup_devices
@@ -29,6 +29,7 @@ from snippets.lowering import (
     lower_step,
     step_config,
 )
+from snippets.stablehlo import read_stablehlo
 from snippets.tables import print_report
 
 
@@ -45,7 +46,10 @@ def run_report(lowered: LoweredStep) -> dict:
         "foldable_sites": sites.count("foldable"),
         "compiled_transposes": [r.shape for r in left if r.opcode == "transpose"],
         "relayout_copies": [r.shape for r in left if r.opcode == "copy"],
-        "collectives": [dataclasses.asdict(c) for c in hlo.collectives(lowered.compiled)],
+        "collectives": [
+            dataclasses.asdict(c) | {"bytes_per_step": c.bytes_per_step}
+            for c in hlo.collectives(lowered.compiled)
+        ],
         "optimizer": config.optimizer,
         **gradient_relayouts(lowered),
     }
@@ -159,11 +163,15 @@ def barrier_report(base: StepConfig) -> dict:
 
 def relayout_summary(settings: dict[str, StepConfig]) -> tuple[list[dict], list[dict]]:
     """The weight gradient's relayouts for every (mode x variant) under each named setting: a row
-    per group of runs whose counts agree in every setting, and every run with its ops."""
+    per group of runs whose counts agree in every setting, and every run with its ops (``n/a``
+    where a setting's mesh does not allow the variant)."""
+    columns = [column for name in settings for column in (name, f"{name}: ops")]
     details: dict[str, dict] = {}
     for name, base in settings.items():
         for config in every_mode_and_variant(base):
-            row = details.setdefault(f"{config.mode}/{config.variant}", {})
+            row = details.setdefault(
+                f"{config.mode}/{config.variant}", dict.fromkeys(columns, "n/a")
+            )
             found = gradient_relayouts(lower_step(config))
             row[name] = found["gradient_relayouts"]
             row[f"{name}: ops"] = "; ".join(found["gradient_relayout_ops"]) or "none"
@@ -177,32 +185,61 @@ def relayout_summary(settings: dict[str, StepConfig]) -> tuple[list[dict], list[
     return summary, [{"run": run, **row} for run, row in details.items()]
 
 
-def short_path(location: str) -> str:
-    """``location`` (``file:line``) as its module's path (``pkg/mod.py:12``), else its file name."""
+def short_path(location: str, files: dict[str, str] | None = None) -> str:
+    """``location`` (``file:line``) as its module's path (``pkg/mod.py:12``), else its file name;
+    ``files``: :func:`module_files`, read once for many locations."""
     path, _, line = location.rpartition(":")
-    for name, module in list(sys.modules.items()):
-        if name != "__main__" and getattr(module, "__file__", None) == path:
-            tail = "/__init__.py" if path.endswith("__init__.py") else ".py"
-            return f"{name.replace('.', '/')}{tail}:{line}"
+    name = (module_files() if files is None else files).get(path)
+    if name is not None:
+        tail = "/__init__.py" if path.endswith("__init__.py") else ".py"
+        return f"{name.replace('.', '/')}{tail}:{line}"
     return f"{os.path.basename(path)}:{line}"
 
 
-def find_barriers(lowered: jax.stages.Lowered) -> list[hlo.TransposeSite]:
-    """Every transpose-of-dot site in any ``jax.jit(...).lower(...)``'s HLO, with what stands between.
+def module_files() -> dict[str, str]:
+    """Each imported module's file and name (the first name, where a file has two)."""
+    files: dict[str, str] = {}
+    for name, module in list(sys.modules.items()):
+        if name != "__main__" and isinstance(path := getattr(module, "__file__", None), str):
+            files.setdefault(path, name)
+    return files
 
-    A ``Sharding`` call between is a fold explicit mode blocks. ``output`` is the site's path in
-    the outputs (``"result"`` for a single one); ``source`` is relative to its package.
+
+def output_name(path: tuple) -> str:
+    """An output's pytree path as a reader names the parameter: ``head.kernel`` for
+    ``[1]['head']['kernel'].value`` (the result tuple's index and a variable's ``.value`` go);
+    ``result``, or ``result[0]``, for an output without names."""
+    keys = list(path)
+    if keys and isinstance(keys[-1], jax.tree_util.GetAttrKey) and keys[-1].name == "value":
+        keys.pop()
+    if all(isinstance(key, jax.tree_util.SequenceKey) for key in keys):
+        return "result" + jax.tree_util.keystr(tuple(keys))
+    if isinstance(keys[0], jax.tree_util.SequenceKey):
+        keys.pop(0)
+    return ".".join(
+        str(getattr(key, "key", getattr(key, "name", getattr(key, "idx", key)))) for key in keys
+    )
+
+
+def find_barriers(lowered: jax.stages.Lowered) -> list[hlo.TransposeSite]:
+    """Every transpose-of-dot site in any ``jax.jit(...).lower(...)``, with what stands between.
+
+    Read from the StableHLO module the lowering holds (:mod:`snippets.stablehlo`, no HLO text
+    printed) by the site finder that reads HLO text files (:mod:`snippets.barrier_check`).
+    A ``Sharding`` call between is a fold explicit mode blocks. ``output`` names the parameter
+    the site's value reaches (:func:`output_name`); ``source`` is relative to its package.
     """
-    text = lowered.as_text(dialect="hlo", debug_info=True)
+    program = read_stablehlo(lowered.compiler_ir())
     leaves = jax.tree_util.tree_flatten_with_path(lowered.out_info)[0]
-    paths = [jax.tree_util.keystr(path) or "result" for path, _ in leaves]
+    names = [output_name(path) for path, _ in leaves]
+    files = module_files()
     return [
         dataclasses.replace(
             site,
-            output=None if site.output is None else paths[site.output],
-            source=site.source and short_path(site.source),
+            output=None if site.output is None else names[site.output],
+            source=site.source and short_path(site.source, files),
         )
-        for site in hlo.transpose_of_dot_sites(text)
+        for site in hlo.find_sites(program)
     ]
 
 
@@ -214,7 +251,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--optimizer", choices=OPTIMIZERS, default="none", help="add AdamW; count its relayouts"
     )
+    parser.add_argument("--hlo", nargs="+", metavar="FILE", help="check HLO text files instead")
     args = parser.parse_args(argv)
+    if args.hlo:  # the same check as find-barriers FILE ... (snippets.barrier_check)
+        barrier_check.run(args.hlo, args.json, args.debug)
+        return
     with reported(args.debug):
         base = step_config(args, steps=2, optimizer=args.optimizer)
         setup_devices(base.devices)

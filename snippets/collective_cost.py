@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from fractions import Fraction
 from functools import partial
 
 import jax
@@ -19,24 +18,9 @@ from jax.sharding import PartitionSpec as P
 
 from snippets.cli import Parser, check_memory, positive_int, reported, run_module
 from snippets.devices import make_mesh, setup_devices
+from snippets.hlo import ring_bytes_per_rank  # the ring model's bytes; jax-free, so it lives there
 from snippets.tables import print_report
 from snippets.timing import interleaved, milliseconds, ratio_range, verdict
-
-
-def ring_bytes_per_rank(kind: str, result_bytes: int, ranks: int) -> float:
-    """Bytes one rank sends: ``(N-1)/N`` of the full tensor, twice that for an all-reduce.
-
-    A collective-permute sends its buffer once.
-
-    >>> ring_bytes_per_rank("reduce-scatter", result_bytes=8, ranks=2)
-    8
-    >>> ring_bytes_per_rank("all-reduce", result_bytes=16, ranks=2)
-    16
-    """
-    full = {"reduce-scatter": result_bytes * ranks}.get(kind, result_bytes)
-    share = {"all-reduce": Fraction(2 * (ranks - 1), ranks), "collective-permute": Fraction(1)}
-    sent = full * share.get(kind, Fraction(ranks - 1, ranks))
-    return int(sent) if sent.denominator == 1 else float(sent)
 
 
 def ring_hops(kind: str, ranks: int) -> int:

@@ -1,14 +1,22 @@
-"""Small readers of HLO text (before optimisation, or ``compiled.as_text()`` after), so every
-count a guide shows is read from the program itself. Imported by the guides; no command line."""
+"""Small readers of XLA programs, so every count a guide shows is read from the program itself.
+
+They read HLO text: before optimisation, XLA's own dumps, or ``compiled.as_text()`` after. The
+transpose-of-dot site finder reads a :class:`Program` of :class:`Instruction` records, which
+:func:`read_hlo` makes from HLO text and :mod:`snippets.stablehlo` from a lowered StableHLO
+module, so both readings share one definition of a site. No JAX import; imported by the guides
+and by :mod:`snippets.barrier_check`, which has the command line.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
+from collections.abc import Callable, Mapping
+from fractions import Fraction
 
 from snippets.cli import run_module
-from snippets.collective_cost import ring_bytes_per_rank
 
 DTYPE_BYTES = {
     "pred": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1,
@@ -39,6 +47,8 @@ class Instruction:
 
 def _group(text: str) -> tuple[list[str], int]:
     """The top-level comma-separated parts of the bracketed group ``text`` opens, and its end."""
+    if simple := _FLAT_GROUP.match(text):  # no nested brackets: one regex instead of a loop
+        return simple[1].split(","), simple.end() - 1
     parts, depth, start = [], 0, 1
     for index, char in enumerate(text):
         depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(char, 0)
@@ -47,7 +57,10 @@ def _group(text: str) -> tuple[list[str], int]:
         if depth == 1 and char == ",":
             parts.append(text[start:index])
             start = index + 1
-    raise ValueError(f"Unbalanced brackets in HLO line: {text!r}")
+    raise ValueError(f"Unbalanced brackets in HLO line: {text[:80]!r}")
+
+
+_FLAT_GROUP = re.compile(r"\(([^()\[\]{}]*)\)")
 
 
 def parse_instruction(line: str) -> Instruction | None:
@@ -68,8 +81,9 @@ def parse_instruction(line: str) -> Instruction | None:
     if end < 0 or opcode == rest:
         return None
     parts, close = _group(rest[len(opcode) :])
-    names = [_COMMENT.sub("", part).split() for part in parts]
-    operands = tuple(name[-1].lstrip("%") for name in names if name)
+    if "/*" in rest:
+        parts = [_COMMENT.sub("", part) for part in parts]
+    operands = tuple(words[-1].lstrip("%") for part in parts if (words := part.split()))
     attributes = rest[len(opcode) + close + 1 :]
     return Instruction(header["name"], shape, opcode, operands, attributes, bool(header["root"]))
 
@@ -79,20 +93,169 @@ def instructions(hlo_text: str) -> list[Instruction]:
     return [inst for line in hlo_text.splitlines() if (inst := parse_instruction(line))]
 
 
-def computations(hlo_text: str) -> tuple[dict[str, list[Instruction]], str, str]:
-    """Each computation's instructions by name, the entry computation's name and its root's name."""
+_OP_NAME = re.compile(r'\bop_name="((?:[^"\\]|\\.)*)"')
+_FRAME = re.compile(r"\bstack_frame_id=(\d+)")
+_SOURCE = re.compile(r'\bsource_file="((?:[^"\\]|\\.)*)" source_line=(\d+)')
+"""Metadata a site reports: the op's name, and its source as a stack frame or as a file and line."""
+
+Value = str | tuple[str, int]
+"""A value in a program: an instruction's result, or element ``i`` of its tuple ``(name, i)``."""
+
+
+class Program:
+    """A module as :class:`Instruction` records, what the site finder reads: each computation's
+    instructions in order, the entry's name, and the ``file:line`` of each stack frame id
+    (``debug_info``'s tables; empty without them). The finder asks only through the properties
+    and methods below, so a reader can also make records on demand (:mod:`snippets.stablehlo`)."""
+
+    def __init__(
+        self,
+        computations: dict[str, list[Instruction]],
+        entry: str,
+        frames: dict[int, str] | None = None,
+    ) -> None:
+        self.computations, self.entry, self.frames = computations, entry, frames or {}
+
+    @functools.cached_property
+    def by_name(self) -> Mapping[str, Instruction]:
+        """Every instruction by name (names are unique in a module)."""
+        return {inst.name: inst for insts in self.computations.values() for inst in insts}
+
+    @functools.cached_property
+    def owner(self) -> Mapping[str, str]:
+        """The computation each instruction belongs to, by instruction name."""
+        return {inst.name: comp for comp, insts in self.computations.items() for inst in insts}
+
+    @functools.cached_property
+    def roots(self) -> Mapping[str, str]:
+        """Each computation's ROOT instruction, by computation name."""
+        return {self.owner[inst.name]: inst.name for inst in self.by_name.values() if inst.root}
+
+    def transposes(self) -> list[tuple[str, Instruction]]:
+        """``(computation, instruction)`` of every transpose: where the site finder starts."""
+        return [
+            (comp, inst)
+            for comp, insts in self.computations.items()
+            for inst in insts
+            if inst.opcode == "transpose"
+        ]
+
+    def callers_of(self, computation: str) -> list[tuple[str, Instruction]]:
+        """``(computation, instruction)`` of each instruction that calls ``computation``."""
+        return self._callers.get(computation, [])
+
+    @functools.cached_property
+    def _callers(self) -> dict[str, list[tuple[str, Instruction]]]:
+        found: dict[str, list[tuple[str, Instruction]]] = {}
+        for comp, insts in self.computations.items():
+            for inst in insts:
+                for callee in dict.fromkeys(_callees(inst)):
+                    found.setdefault(callee, []).append((comp, inst))
+        return found
+
+    def users(self, value: Value) -> list[tuple[Instruction, int]]:
+        """The instructions that read ``value``, each with the operand it reads it as; a
+        ``get-tuple-element`` reads ``(tuple, index)``, not the whole tuple."""
+        return self._users.get(value, [])
+
+    @functools.cached_property
+    def _users(self) -> dict[Value, list[tuple[Instruction, int]]]:
+        found: dict[Value, list[tuple[Instruction, int]]] = {}
+        for inst in self.by_name.values():
+            for index, operand in enumerate(inst.operands):
+                value = (
+                    (operand, _tuple_index(inst)) if inst.opcode == "get-tuple-element" else operand
+                )
+                found.setdefault(value, []).append((inst, index))
+        return found
+
+    def where(self, inst: Instruction) -> tuple[str | None, str | None]:
+        """``inst``'s ``op_name`` and ``file:line`` from its metadata (a stack frame id, or XLA's
+        older ``source_file``/``source_line``), each None where the text has none."""
+        op_name, frame = _OP_NAME.search(inst.attributes), _FRAME.search(inst.attributes)
+        source = _SOURCE.search(inst.attributes)
+        where = self.frames.get(int(frame[1])) if frame else source and f"{source[1]}:{source[2]}"
+        return op_name and op_name[1], where
+
+    def parameter(self, computation: str, index: int) -> str | None:
+        """The name of ``computation``'s parameter ``index``."""
+        return self._parameters.get((computation, index))
+
+    @functools.cached_property
+    def _parameters(self) -> dict[tuple[str, int], str]:
+        return {
+            (comp, int(inst.operands[0])): inst.name
+            for comp, insts in self.computations.items()
+            for inst in insts
+            if inst.opcode == "parameter" and inst.operands and inst.operands[0].isdigit()
+        }
+
+
+_CALLEE = re.compile(r"\b(?:condition|body|to_apply|calls|true_computation|false_computation)=%?([\w.\-]+)")  # fmt: skip
+_BRANCHES = re.compile(r"\bbranch_computations=\{([^}]*)\}")
+
+
+def _callees(inst: Instruction) -> list[str]:
+    """The computations ``inst`` calls, in the order its attributes name them (metadata left out)."""
+    if "=" not in inst.attributes:
+        return []
+    own = inst.attributes.partition(", metadata=")[0]
+    branches = _BRANCHES.search(own)
+    listed = [name.strip(" %") for name in branches[1].split(",")] if branches else []
+    return [*listed, *_CALLEE.findall(own)]
+
+
+_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+
+
+def read_hlo(hlo_text: str) -> Program:
+    """Read HLO text once: computations, the entry, and the stack-frame tables if printed.
+
+    A line that starts an instruction but cannot be read (cut off mid-instruction) is an error
+    naming its line number. Instructions outside any computation go under the name ``""``.
+    """
     found: dict[str, list[Instruction]] = {}
-    entry = root = current = ""
-    for line in hlo_text.splitlines():
-        header = _COMPUTATION.match(line) if " = " not in line.split("(")[0] else None
-        if header is not None:
+    tables: dict[str, dict[int, str]] = {name: {} for name in _TABLES}
+    entry = current = ""
+    table = None
+    for number, line in enumerate(hlo_text.splitlines(), 1):
+        if table is not None and line[:1].isdigit():
+            key, _, value = line.partition(" ")
+            table[int(key)] = value.strip('"')
+            continue
+        table = tables.get(line.strip())
+        is_header = line.rstrip().endswith("{") and " = " not in line.partition("(")[0]
+        if is_header and (header := _COMPUTATION.match(line)):
             current = header["name"]
             found[current] = []
             entry = current if header["entry"] else entry
-        elif (inst := parse_instruction(line)) is not None and current:
-            found[current].append(inst)
-            root = inst.name if current == entry and inst.root else root
-    return found, entry, root
+            continue
+        try:
+            inst = parse_instruction(line)
+        except ValueError:
+            raise ValueError(f"line {number} is not a whole instruction: {line[:60]!r}") from None
+        if inst is not None:
+            found.setdefault(current, []).append(inst)
+    return Program(found, entry, _frames(tables))
+
+
+def _frames(tables: dict[str, dict[int, str]]) -> dict[int, str]:
+    """``file:line`` of each stack frame id, from the tables ``as_text(debug_info=True)`` prints."""
+    places = {}
+    for key, text in tables["FileLocations"].items():
+        place = dict(re.findall(r"(\w+)=(\d+)", text))
+        places[key] = f"{tables['FileNames'].get(int(place['file_name_id']), '?')}:{place['line']}"
+    return {
+        key: places.get(int(re.search(r"file_location_id=(\d+)", text)[1]), "?")
+        for key, text in tables["StackFrames"].items()
+    }
+
+
+def computations(hlo_text: str) -> tuple[dict[str, list[Instruction]], str, str]:
+    """Each computation's instructions by name, the entry computation's name and its root's name."""
+    program = read_hlo(hlo_text)
+    found = {name: insts for name, insts in program.computations.items() if name}
+    return found, program.entry, program.roots.get(program.entry, "") if program.entry else ""
 
 
 def array_shapes(shape: str) -> list[tuple[str, tuple[int, ...]]]:
@@ -122,10 +285,19 @@ def layout(shape: str) -> tuple[int, ...] | None:
     return tuple(int(d) for d in match[1].split(",") if d) if match else None
 
 
+def elements(shape: str) -> int:
+    """How many elements an array shape has; -1 for a tuple.
+
+    >>> elements("f32[8,4]{1,0}"), elements("s32[]"), elements("(f32[2], f32[2])")
+    (32, 1, -1)
+    """
+    shapes = array_shapes(shape)
+    return math.prod(shapes[0][1]) if len(shapes) == 1 else -1
+
+
 def _elements(inst: Instruction | None) -> int:
     """How many elements ``inst``'s result has; -1 for a tuple or an unknown instruction."""
-    shapes = array_shapes(inst.shape) if inst else []
-    return math.prod(shapes[0][1]) if len(shapes) == 1 else -1
+    return elements(inst.shape) if inst else -1
 
 
 def _has_dims(inst: Instruction, dims: tuple[int, ...] | None) -> bool:
@@ -153,30 +325,154 @@ def group_size(attributes: str) -> int:
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "collective-permute")
 
 
+def ring_bytes_per_rank(kind: str, result_bytes: int, ranks: int) -> float:
+    """Bytes one rank sends: ``(N-1)/N`` of the full tensor, twice that for an all-reduce.
+
+    A collective-permute sends its buffer once.
+
+    >>> ring_bytes_per_rank("reduce-scatter", result_bytes=8, ranks=2)
+    8
+    >>> ring_bytes_per_rank("all-reduce", result_bytes=16, ranks=2)
+    16
+    """
+    full = {"reduce-scatter": result_bytes * ranks}.get(kind, result_bytes)
+    share = {"all-reduce": Fraction(2 * (ranks - 1), ranks), "collective-permute": Fraction(1)}
+    sent = full * share.get(kind, Fraction(ranks - 1, ranks))
+    return int(sent) if sent.denominator == 1 else float(sent)
+
+
 @dataclasses.dataclass(frozen=True)
 class Collective:
-    """A collective in a compiled module and what each rank sends under the ring model."""
+    """A collective in a compiled module: what each rank sends each time it runs, under the ring
+    model, and ``trips``, how many times it runs per execution of the module (see :func:`runs`)."""
 
     kind: str
     shape: str
     ranks: int
     bytes_per_rank: float
+    trips: int = 1
+
+    @property
+    def bytes_per_step(self) -> float:
+        """What each rank sends per execution of the module: ``bytes_per_rank * trips``."""
+        return self.bytes_per_rank * self.trips
 
 
 def collectives(hlo_text: str) -> list[Collective]:
-    """The collectives of a module with their result shape, ranks and bytes sent per rank."""
+    """The collectives of a module with their result shape, ranks, bytes sent per rank and trips."""
+    program = read_hlo(hlo_text)
+    count = runs(program, unknown=1)
     found = []
-    for inst in instructions(hlo_text):
-        kind = inst.opcode.removesuffix("-start")
-        if kind not in COLLECTIVES:
-            continue
-        shape = inst.shape
-        if inst.opcode.endswith("-start") and kind in ("all-gather", "collective-permute"):
-            shape = list(_ARRAY_SHAPE.finditer(shape))[-1][0]  # async start: (operand, result)
-        ranks = 2 if kind == "collective-permute" else group_size(inst.attributes)
-        sent = ring_bytes_per_rank(kind, shape_bytes(shape), ranks)
-        found.append(Collective(kind, shape, ranks, sent))
+    for comp, insts in program.computations.items():
+        for inst in insts:
+            kind = inst.opcode.removesuffix("-start")
+            if kind not in COLLECTIVES:
+                continue
+            shape = inst.shape
+            if inst.opcode.endswith("-start") and kind in ("all-gather", "collective-permute"):
+                shape = list(_ARRAY_SHAPE.finditer(shape))[-1][0]  # async start: (operand, result)
+            ranks = 2 if kind == "collective-permute" else group_size(inst.attributes)
+            sent = ring_bytes_per_rank(kind, shape_bytes(shape), ranks)
+            found.append(Collective(kind, shape, ranks, sent, count(comp)))
     return found
+
+
+_KNOWN_TRIPS = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
+_LOOP_PARTS = re.compile(r"\b(condition|body)=%?([\w.\-]+)")
+
+
+def _loop_parts(loop: Instruction) -> dict[str, str]:
+    """A ``while``'s ``condition`` and ``body`` computations, by those words."""
+    return dict(_LOOP_PARTS.findall(loop.attributes.partition(", metadata=")[0]))
+
+
+def trip_count(loop: Instruction, program: Program) -> int | None:
+    """How many times a ``while`` runs its body: the ``known_trip_count`` XLA writes into its
+    ``backend_config``, else, as before optimisation, read from the loop: a counter that starts at
+    a constant, is compared with a constant and grows by one each step. None when neither says."""
+    if known := _KNOWN_TRIPS.search(loop.attributes):
+        return int(known[1])
+    parts = _loop_parts(loop)
+    by_name, roots = program.by_name, program.roots
+    compare = by_name.get(roots.get(parts.get("condition", ""), ""))
+    state = by_name.get(loop.operands[0]) if loop.operands else None  # the loop's first state
+    step = by_name.get(roots.get(parts.get("body", ""), ""))  # the next iteration's state
+    if compare is None or compare.opcode != "compare" or state is None or step is None:
+        return None
+    direction = re.search(r"direction=(\w+)", compare.attributes)[1]
+    counter, bound = (_unwrapped(name, by_name) for name in compare.operands)
+    if _constant(counter) is not None:  # ``bound > counter`` is ``counter < bound``
+        counter, bound = bound, counter
+        direction = {"GT": "LT", "GE": "LE"}.get(direction, direction)
+    index = _counter_index(counter, by_name)
+    if index is None or index >= min(len(state.operands), len(step.operands)):
+        return None
+    start = _constant(_unwrapped(state.operands[index], by_name))
+    grow = _unwrapped(step.operands[index], by_name)
+    terms = [_unwrapped(name, by_name) for name in grow.operands] if grow else []
+    reads_counter = any(_counter_index(term, by_name) == index for term in terms)
+    stride = next((s for term in terms if (s := _constant(term)) is not None), 0)
+    limit = _constant(bound)
+    if grow is None or grow.opcode != "add" or not reads_counter or None in (start, limit):
+        return None
+    span = limit - start
+    if stride <= 0 or direction not in ("LT", "LE", "NE"):
+        return None
+    if direction == "NE":
+        return span // stride if span >= 0 and span % stride == 0 else None
+    return max(0, -(-span // stride) if direction == "LT" else span // stride + 1)
+
+
+def _unwrapped(name: str, by_name: dict[str, Instruction]) -> Instruction | None:
+    """The instruction behind ``name`` once ``Sharding`` calls, converts and copies are skipped."""
+    inst = by_name.get(name)
+    while inst and inst.operands and (is_sharding_call(inst) or inst.opcode in _SAME_VALUE):
+        inst = by_name.get(inst.operands[0])
+    return inst
+
+
+_SAME_VALUE = {"bitcast", "copy", "reshape", "convert"}
+
+
+def _constant(inst: Instruction | None) -> int | None:
+    """The value of an integer scalar constant, else None."""
+    if inst is None or inst.opcode != "constant" or len(inst.operands) != 1:
+        return None
+    return int(inst.operands[0]) if re.fullmatch(r"-?\d+", inst.operands[0]) else None
+
+
+def _counter_index(inst: Instruction | None, by_name: dict[str, Instruction]) -> int | None:
+    """Which element of a loop's state ``inst`` is, if it reads one from the loop's parameter."""
+    if inst is None or inst.opcode != "get-tuple-element":
+        return None
+    state = by_name.get(inst.operands[0])
+    return _tuple_index(inst) if state and state.opcode == "parameter" else None
+
+
+def runs(program: Program, unknown: int | None = None) -> Callable[[str], int | None]:
+    """How many times a computation runs per execution of the entry: summed over the instructions
+    that call it, the caller's count, times the trip count where a loop calls it (plus one for
+    its condition; :func:`trip_count`, ``unknown`` where that is unknown: None then propagates).
+    The entry, and a computation nothing calls, run once."""
+
+    @functools.cache
+    def count(comp: str) -> int | None:
+        callers = [] if comp == program.entry else program.callers_of(comp)
+        total = 0 if callers else 1
+        for caller, inst in callers:
+            factor: int | None = 1
+            if inst.opcode == "while":
+                trips = trip_count(inst, program)
+                factor = unknown if trips is None else trips
+                if factor is not None and comp != _loop_parts(inst).get("body"):
+                    factor += 1  # the condition runs once more than the body
+            runs_there = count(caller)
+            if factor is None or runs_there is None:
+                return None
+            total += runs_there * factor
+        return total
+
+    return count
 
 
 def opcode_counts(hlo_text: str, *opcodes: str) -> dict[str, int]:
@@ -222,8 +518,9 @@ _PASS_THROUGH = {"bitcast", "copy", "reshape", "convert", "all-reduce", "get-tup
 @dataclasses.dataclass(frozen=True)
 class TransposeSite:
     """A transpose fed by a dot; ``kind`` says what stands between: ``foldable`` (nothing),
-    ``barrier`` (a ``Sharding`` call), ``all-reduce`` or ``other``. ``output``: the result element
-    (index, or path from :func:`snippets.barrier.find_barriers`) its value reaches."""
+    ``barrier`` (a ``Sharding`` call), ``all-reduce`` or ``other``. Shapes are without layouts.
+    ``output``: the result element (index, or name from :func:`snippets.barrier.find_barriers`)
+    its value reaches; ``trips``: how many times it runs per step (:func:`runs`; None: unknown)."""
 
     transpose: str
     shape: str
@@ -234,6 +531,7 @@ class TransposeSite:
     op_name: str | None = None
     source: str | None = None
     output: int | str | None = None
+    trips: int | None = 1
 
     @property
     def blocked(self) -> bool:
@@ -248,22 +546,27 @@ class TransposeSite:
 
     def __str__(self) -> str:
         output = "(no output)" if self.output is None else self.output
-        return f"{self.chain}  {output}  {self.source or ''}".rstrip()
+        loop = "" if self.trips == 1 else f"  x{self.trips or '?'} (in a loop)"
+        return f"{self.chain}  {output}  {self.source or ''}".rstrip() + loop
 
 
 def value_source(
     inst: Instruction, by_name: dict[str, Instruction]
 ) -> tuple[list[Instruction], Instruction | None]:
     """The pass-through ops behind ``inst``'s operand, nearest first, and what made the value
-    (``None``: from outside); a combined all-reduce is followed into the operand selected."""
+    (``None``: from outside); a tuple or combined all-reduce is followed into the operand selected,
+    a call's or loop's result is not."""
     chain: list[Instruction] = []
     current = by_name.get(inst.operands[0]) if inst.operands else None
     while current is not None and (current.opcode in _PASS_THROUGH or is_sharding_call(current)):
         chain.append(current)
         source = by_name.get(current.operands[0]) if current.operands else None
-        if current.opcode == "get-tuple-element" and source and len(source.operands) > 1:
-            chain.append(source)
-            source = by_name.get(source.operands[_tuple_index(current)])
+        if current.opcode == "get-tuple-element" and source is not None:
+            if source.opcode not in ("tuple", "all-reduce"):
+                return chain, source  # a call's or a loop's result is made there
+            if len(source.operands) > 1:
+                chain.append(source)
+                source = by_name.get(source.operands[_tuple_index(current)])
         current = source
     return chain, current
 
@@ -275,13 +578,20 @@ def _tuple_index(inst: Instruction) -> int:
 def transpose_of_dot_sites(
     hlo_text: str, dims: tuple[int, ...] | None = None
 ) -> list[TransposeSite]:
-    """Every transpose fed, through pass-through ops only, by a dot; ``dims`` keeps those of that
-    size set. XLA folds ``transpose(dot(a, b))`` into ``dot(b, a)`` only if nothing stands between."""
-    by_name = {inst.name: inst for inst in instructions(hlo_text)}
-    frames = source_locations(hlo_text)
+    """Every transpose-of-dot site of HLO text (:func:`find_sites` on :func:`read_hlo`)."""
+    return find_sites(read_hlo(hlo_text), dims)
+
+
+def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[TransposeSite]:
+    """Every transpose fed, through pass-through ops only, by a dot, in ``_site_order``;
+    ``dims`` keeps those of that size set. XLA folds ``transpose(dot(a, b))`` into ``dot(b, a)``
+    only if nothing stands between. The one definition of a site, whichever reader made
+    ``program`` (:func:`read_hlo`, or :func:`snippets.stablehlo.read_stablehlo`)."""
+    by_name = program.by_name
+    count = runs(program)
     sites = []
-    for inst in by_name.values():
-        if inst.opcode != "transpose" or not _has_dims(inst, dims):
+    for comp, inst in program.transposes():
+        if not _has_dims(inst, dims):
             continue
         chain, origin = value_source(inst, by_name)
         if origin is None or origin.opcode != "dot":
@@ -289,36 +599,31 @@ def transpose_of_dot_sites(
         between = tuple("Sharding" if is_sharding_call(op) else op.opcode for op in chain)
         kinds = {"Sharding": "barrier", "all-reduce": "all-reduce"}  # in this order
         kind = next((kinds[k] for k in kinds if k in between), "other" if between else "foldable")
-        op_name = re.search(r'op_name="([^"]*)"', origin.attributes)
-        frame = re.search(r"stack_frame_id=(\d+)", origin.attributes)
-        where = (op_name and op_name[1], frame and frames.get(int(frame[1])))
-        sites.append(
-            TransposeSite(inst.name, inst.shape, origin.name, between, kind, origin.shape, *where)
-        )
-    reached = outputs_reached(hlo_text, [site.transpose for site in sites])
-    return [dataclasses.replace(site, output=reached[site.transpose]) for site in sites]
+        shapes = inst.shape.split("{")[0], origin.shape.split("{")[0]
+        where, trips = program.where(origin), count(comp)
+        names = inst.name, shapes[0], origin.name
+        sites.append(TransposeSite(*names, between, kind, shapes[1], *where, trips=trips))
+    reached = _outputs_reached(program, [site.transpose for site in sites])
+    return sorted(
+        (dataclasses.replace(site, output=reached[site.transpose]) for site in sites),
+        key=_site_order,
+    )
+
+
+def _site_order(site: TransposeSite) -> tuple:
+    """Weight gradients first, by output, then the rest by source line: an order that does not
+    depend on how a program was printed (XLA prints instructions in an order of its own)."""
+    file, _, line = (site.source or "").rpartition(":")
+    output = -1 if site.output is None else site.output
+    shapes = (site.dot_shape, site.shape, site.between, site.trips or 0)
+    return (site.output is None, output, file, int(line or 0), site.op_name or "", *shapes)
 
 
 def source_locations(hlo_text: str) -> dict[int, str]:
     """``file:line`` of each stack frame id, from the tables ``as_text(debug_info=True)`` prints."""
-    tables: dict[str, dict[int, str]] = {"FileNames": {}, "FileLocations": {}, "StackFrames": {}}
-    current = None
-    for line in hlo_text.splitlines():
-        if entry := re.match(r"^(\d+) (.*)$", line):
-            tables.get(current, {})[int(entry[1])] = entry[2].strip('"')
-        else:
-            current = line.strip()
-    places = {}
-    for key, text in tables["FileLocations"].items():
-        place = dict(re.findall(r"(\w+)=(\d+)", text))
-        places[key] = f"{tables['FileNames'].get(int(place['file_name_id']), '?')}:{place['line']}"
-    return {
-        key: places.get(int(re.search(r"file_location_id=(\d+)", text)[1]), "?")
-        for key, text in tables["StackFrames"].items()
-    }
+    return read_hlo(hlo_text).frames
 
 
-_BODY = re.compile(r"\bbody=%?([\w.\-]+)")
 _CARRIES = _PASS_THROUGH - {"get-tuple-element"} | {"transpose", "add", "custom-call"}
 """Ops that pass a value on whole (same element count) on its way to the module's result."""
 
@@ -326,26 +631,28 @@ _CARRIES = _PASS_THROUGH - {"get-tuple-element"} | {"transpose", "add", "custom-
 def outputs_reached(hlo_text: str, names: list[str]) -> dict[str, int | None]:
     """For each named instruction, the element of the entry's result its value reaches, else None:
     a weight gradient reaches its parameter's output, an activation gradient none."""
-    comps, entry, _ = computations(hlo_text)
-    owner = {inst.name: comp for comp, insts in comps.items() for inst in insts}
-    by_name = {inst.name: inst for insts in comps.values() for inst in insts}
-    roots = {owner[name]: name for name, inst in by_name.items() if inst.root}
-    loops = {_BODY.search(i.attributes)[1]: i.name for i in by_name.values() if i.opcode == "while"}
-    users: dict[str | tuple[str, int], list[tuple[Instruction, int]]] = {}
-    for inst in by_name.values():  # a get-tuple-element reads one element of a tuple value
-        for index, operand in enumerate(inst.operands):
-            value = (operand, _tuple_index(inst)) if inst.opcode == "get-tuple-element" else operand
-            users.setdefault(value, []).append((inst, index))
+    return _outputs_reached(read_hlo(hlo_text), names)
+
+
+def _outputs_reached(program: Program, names: list[str]) -> dict[str, int | None]:
+    """:func:`outputs_reached` on a read program; what each value reaches is worked out once."""
+    by_name, owner, roots, entry = program.by_name, program.owner, program.roots, program.entry
+
+    @functools.cache
+    def loop_of(comp: str) -> str | None:
+        """The ``while`` whose body ``comp`` is, if any."""
+        loops = [i for _, i in program.callers_of(comp) if i.opcode == "while"]
+        return next((i.name for i in loops if _loop_parts(i).get("body") == comp), None)
 
     def onward(value: str | tuple[str, int]) -> list:
         """Where ``value`` goes next: instructions, tuple elements, or an entry output's index."""
-        found: list = [0] if value == roots[entry] else []
-        for user, index in users.get(value, []):
+        found: list = [0] if value == roots.get(entry) else []
+        for user, index in program.users(value):
             comp = owner[user.name]
-            if user.opcode == "tuple" and roots[comp] == user.name and comp == entry:
+            if user.opcode == "tuple" and roots.get(comp) == user.name and comp == entry:
                 found.append(index)
-            elif user.opcode == "tuple" and roots[comp] == user.name and comp in loops:
-                found.append((loops[comp], index))  # the next iteration's, or the loop's result
+            elif user.opcode == "tuple" and roots.get(comp) == user.name and loop_of(comp):
+                found.append((loop_of(comp), index))  # the next iteration's, or the loop's result
             elif user.opcode in ("tuple", "all-reduce") and len(user.operands) > 1:
                 found.append((user.name, index))
             elif (
@@ -357,26 +664,37 @@ def outputs_reached(hlo_text: str, names: list[str]) -> dict[str, int | None]:
                 found.append(user.name)
         return found
 
+    @functools.cache
     def passes_through(call: Instruction, index: int) -> bool:
         """Whether operand ``index`` of ``call`` reaches its computation's root."""
         callee = _CALLS.search(call.attributes)[1]
-        starts = [
-            p.name for p in comps[callee] if p.opcode == "parameter" and p.operands == (str(index),)
-        ]
-        return roots[callee] in walk(starts, within=callee)
-
-    def walk(starts: list, within: str | None = None) -> set:
-        pending, seen = list(starts), set()
-        while pending:
+        pending, seen = [program.parameter(callee, index)], set()
+        while pending:  # within the callee only
             value = pending.pop()
             name = value[0] if isinstance(value, tuple) else value  # an int is an output
-            if value not in seen and isinstance(name, str) and within in (None, owner[name]):
+            if value not in seen and isinstance(name, str) and owner[name] == callee:
                 pending += onward(value)
             seen.add(value)
-        return seen
+        return roots.get(callee) in seen
 
-    reached = {name: sorted(i for i in walk([name]) if isinstance(i, int)) for name in names}
-    return {name: outputs[0] if outputs else None for name, outputs in reached.items()}
+    reached: dict = {}  # value -> the outputs it reaches, worked out once
+
+    def reach(start: str) -> set[int]:
+        pending, waiting = [(start, False)], {}
+        while pending:  # depth first; a value is done once everything after it is
+            value, done = pending.pop()
+            if done:
+                after = waiting.pop(value)
+                reached[value] = set().union(
+                    *({n} if isinstance(n, int) else reached.get(n, set()) for n in after)
+                )
+            elif value not in reached and value not in waiting:
+                waiting[value] = after = onward(value)
+                pending += [(value, True), *((n, False) for n in after if not isinstance(n, int))]
+        return reached[start]
+
+    outputs = {name: reach(name) for name in names}
+    return {name: min(found) if found else None for name, found in outputs.items()}
 
 
 _CALLS = re.compile(r"(?:calls|to_apply)=%?([\w.\-]+)")

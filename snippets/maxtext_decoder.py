@@ -89,9 +89,14 @@ def import_maxtext() -> Any:
 
     Its import pulls in ``transformers``, whose logger warns that PyTorch is absent
     (only its errors are shown), and ``tqdm.auto``, which warns inside Jupyter
-    without ``ipywidgets`` (that one warning is ignored).
+    without ``ipywidgets`` (that one warning is ignored). It also turns Flax's
+    ``flax_always_shard_variable`` off for the whole process; that is put back, and
+    :func:`lower_decoder` turns it off only while it builds MaxText's model.
     """
+    from flax import config as flax_config
+
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    shard_variables = flax_config.flax_always_shard_variable
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="IProgress not found")
@@ -102,6 +107,8 @@ def import_maxtext() -> Any:
             f"MaxText {MAXTEXT_RELEASE} cannot be imported: {error} (the package {error.name!r} "
             "is missing; `uv sync --group docs` installs what uv.lock pins)"
         ) from error
+    finally:
+        flax_config.update("flax_always_shard_variable", shard_variables)
     return importlib.import_module("maxtext")
 
 
@@ -110,14 +117,20 @@ def maxtext_config(config: DecoderConfig, mode: str, devices: int = 4) -> Any:
 
     Two settings go in as keywords: a ``base_output_directory`` (MaxText warns without
     one; nothing is written there) and no ``jax_cache_dir`` (MaxText's default turns on
-    JAX's persistent compilation cache, which would skip the compiles read here).
+    JAX's persistent compilation cache, which would skip the compiles read here). The
+    process's ``XLA_FLAGS`` are left as they were.
     """
     maxtext = import_maxtext()
     base = Path(maxtext.__file__).parent / "configs" / "base.yml"
     argv = ["maxtext_decoder", str(base), *" ".join(config.overrides(mode, devices)).split()]
-    return maxtext.configs.pyconfig.initialize(
-        argv, base_output_directory="maxtext_output", jax_cache_dir=""
-    )
+    flags = os.environ.get("XLA_FLAGS")
+    try:
+        return maxtext.configs.pyconfig.initialize(
+            argv, base_output_directory="maxtext_output", jax_cache_dir=""
+        )
+    finally:  # MaxText sets XLA_FLAGS to dump every module where it was unset; put it back
+        os.environ.pop("XLA_FLAGS", None)
+        os.environ.update({} if flags is None else {"XLA_FLAGS": flags})
 
 
 @dataclasses.dataclass
@@ -144,12 +157,14 @@ def lower_decoder(config: DecoderConfig, mode: str, devices: int = 4) -> Decoder
     maxtext = import_maxtext()
     import jax
     import jax.numpy as jnp
+    from flax import config as flax_config
     from flax import nnx
     from flax.core.spmd import logical_axis_rules
 
     cfg = maxtext_config(config, mode, devices)
     mesh = maxtext.utils.maxtext_utils.get_mesh_from_config(cfg, pick_devices(devices))
-    with jax.set_mesh(mesh), logical_axis_rules(cfg.logical_axis_rules):
+    unsharded = flax_config.temp_flip_flag("always_shard_variable", False)  # as MaxText wants
+    with unsharded, jax.set_mesh(mesh), logical_axis_rules(cfg.logical_axis_rules):
         _, model = maxtext.utils.model_creation_utils.create_nnx_abstract_model(cfg, mesh)
         graphdef, params, rest = nnx.split(model, nnx.Param, ...)
         data = maxtext.utils.sharding.get_input_data_sharding(cfg, mesh)
@@ -184,7 +199,7 @@ def site_row(site: TransposeSite) -> dict:
     return {
         "shapes": [site.dot_shape.split("{")[0], site.shape.split("{")[0]],
         "between": list(site.between),
-        "parameter": parameter_name(site.output) if site.output else None,
+        "parameter": site.output.replace(".", "/") if site.output else None,
         "op_name": site.op_name,
         "source": site.source,
         "bytes": shape_bytes(site.shape),

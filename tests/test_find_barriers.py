@@ -6,9 +6,17 @@ import inspect
 import jax
 import jax.numpy as jnp
 import pytest
+from flax import nnx
 
-from snippets.barrier import find_barriers, short_path
-from snippets.hlo import TransposeSite, outputs_reached, source_locations, transpose_of_dot_sites
+from snippets.barrier import find_barriers, output_name, short_path
+from snippets.hlo import (
+    TransposeSite,
+    outputs_reached,
+    read_hlo,
+    runs,
+    source_locations,
+    transpose_of_dot_sites,
+)
 from snippets.lowering import StepConfig, build_step
 
 WITH_METADATA = """
@@ -90,7 +98,7 @@ ENTRY main {
 def test_sites_carry_the_dot_shape_op_name_source_and_output():
     sites = {site.transpose: site for site in transpose_of_dot_sites(WITH_METADATA)}
     assert set(sites) == {"t1", "t2", "t3"}
-    assert sites["t1"].dot_shape == "f32[2,4]{1,0}"
+    assert sites["t1"].dot_shape == "f32[2,4]"  # shapes without layouts
     assert sites["t1"].op_name == "jit(step)/dot_general"
     assert sites["t1"].source == "/somewhere/site-packages/model/layers.py:42"
     assert sites["t2"].op_name is None
@@ -111,6 +119,34 @@ def test_outputs_are_followed_through_a_loop_body_and_the_call_that_stacks_them(
         "unrelated": None,  # a value nothing reads reaches nothing
         "w": None,  # the weights feed a dot, which makes a new value
     }
+
+
+def test_a_site_in_a_loop_runs_once_per_trip_read_from_the_loop_condition():
+    (site,) = transpose_of_dot_sites(LOOP)
+    assert site.trips == 2  # the counter starts at 0, steps by 1, runs while below 2
+    assert str(site).endswith("x2 (in a loop)")
+    assert transpose_of_dot_sites(LOOP.replace("constant(2)", "constant(7)"))[0].trips == 7
+    assert transpose_of_dot_sites(LOOP.replace("direction=LT", "direction=LE"))[0].trips == 3
+    known = LOOP.replace("body=body", 'body=body, backend_config={"known_trip_count":{"n":"9"}}')
+    assert transpose_of_dot_sites(known)[0].trips == 9  # what XLA wrote wins
+    unknown = LOOP.replace("compare(i, two)", "compare(i, i)")  # no constant bound
+    assert transpose_of_dot_sites(unknown)[0].trips is None
+    assert "x? (in a loop)" in str(transpose_of_dot_sites(unknown)[0])
+
+
+def test_a_loops_condition_runs_once_more_than_its_body():
+    count = runs(read_hlo(LOOP))
+    assert (count("main"), count("body"), count("cond"), count("update")) == (1, 2, 3, 4)
+    assert count("nothing calls it") == 1
+
+
+def test_output_names_read_as_a_reader_writes_the_parameter():
+    grads = nnx.State({"head": {"kernel": nnx.Param(jnp.ones(2))}})
+    outputs = (jnp.ones(()), grads, [2, 3], {"layers": [4]})  # as (loss, grads), and more
+    paths = [path for path, _ in jax.tree_util.tree_flatten_with_path(outputs)[0]]
+    names = ["result[0]", "head.kernel", "result[2][0]", "result[2][1]", "layers.0"]
+    assert [output_name(path) for path in paths] == names
+    assert output_name(()) == "result"
 
 
 def test_a_call_that_does_not_pass_the_value_on_is_not_followed():
@@ -146,10 +182,10 @@ def test_find_barriers_finds_nothing_in_a_program_without_a_site():
 def test_find_barriers_on_the_guides_step(mode, between):
     lowered = build_step(StepConfig(mode=mode, devices=4)).lower()
     (site,) = find_barriers(lowered)
-    assert (site.dot_shape, site.shape) == ("f32[256,64]{1,0}", "f32[64,256]{0,1}")
+    assert (site.dot_shape, site.shape) == ("f32[256,64]", "f32[64,256]")
     assert site.between == between
     assert site.blocked == bool(between)
-    assert "['head']['kernel']" in site.output
+    assert site.output == "head.kernel"  # not [1]['head']['kernel'].value
     assert site.source.startswith("snippets/lm_head.py:")
 
 

@@ -1,6 +1,10 @@
 """The HLO readers on hand-written module text, including what they must not match."""
 
+import jax
+import jax.numpy as jnp
 import pytest
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from snippets.hlo import (
     _called,
@@ -12,6 +16,7 @@ from snippets.hlo import (
     opcode_counts,
     parse_instruction,
     pass_order,
+    read_hlo,
     relayouts,
     shape_bytes,
     sharding_call_count,
@@ -314,3 +319,106 @@ def test_a_computation_called_twice_is_read_once():
         "r2",
         "t",
     ]
+
+
+NESTED_LOOPS = """
+HloModule m
+
+%inner_body (s: (s32[], f32[8])) -> (s32[], f32[8]) {
+  %s = (s32[], f32[8]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %x = f32[8] get-tuple-element(%s), index=1
+  %r = f32[8] all-reduce(%x), replica_groups={{0,1}}, to_apply=%add
+  ROOT %t = (s32[], f32[8]) tuple(%i, %r)
+}
+
+%inner_cond (s: (s32[], f32[8])) -> pred[] {
+  %s = (s32[], f32[8]) parameter(0)
+  ROOT %p = pred[] constant(true)
+}
+
+%outer_body (s: (s32[], f32[8])) -> (s32[], f32[8]) {
+  %s = (s32[], f32[8]) parameter(0)
+  ROOT %w = (s32[], f32[8]) while(%s), condition=%inner_cond, body=%inner_body, backend_config={"known_trip_count":{"n":"4"}}
+}
+
+%outer_cond (s: (s32[], f32[8])) -> pred[] {
+  %s = (s32[], f32[8]) parameter(0)
+  ROOT %p = pred[] constant(true)
+}
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = f32[] add(%a, %b)
+}
+
+ENTRY %main (s: (s32[], f32[8])) -> (s32[], f32[8]) {
+  %s = (s32[], f32[8]) parameter(0)
+  %once = f32[8] all-reduce(%s), replica_groups={{0,1}}, to_apply=%add
+  ROOT %w = (s32[], f32[8]) while(%s), condition=%outer_cond, body=%outer_body, backend_config={"known_trip_count":{"n":"3"}}
+}
+"""
+
+
+def test_a_collective_in_nested_loops_runs_the_product_of_their_trip_counts():
+    inner, once = collectives(NESTED_LOOPS)  # in text order
+    assert (inner.trips, once.trips) == (12, 1)  # 3 outer x 4 inner; outside the loops
+    assert inner.bytes_per_step == 12 * inner.bytes_per_rank == 12 * 32  # 2 ranks: (N-1)/N * 2 * 32
+    unknown = NESTED_LOOPS.replace('backend_config={"known_trip_count":{"n":"4"}}', "")
+    assert collectives(unknown)[0].trips == 3  # a loop of unknown count counts once
+
+
+@pytest.mark.needs_devices(4)
+def test_collectives_in_a_compiled_scan_run_once_per_step_of_the_loop():
+    """XLA:CPU writes ``known_trip_count`` on the compiled loop; ``trips`` weighs by it."""
+    mesh = jax.make_mesh((4,), ("x",), axis_types=(AxisType.Explicit,))
+
+    def step(total, x):
+        return total + jax.lax.psum(x, "x"), None
+
+    def scanned(first, xs):
+        return jax.lax.scan(step, jax.lax.psum(first, "x"), xs)[0]
+
+    specs = (P("x"), P(None, "x"))
+    program = jax.jit(jax.shard_map(scanned, mesh=mesh, in_specs=specs, out_specs=P()))
+    args = [
+        jax.device_put(jnp.ones(shape), NamedSharding(mesh, spec))
+        for shape, spec in zip(((4, 8), (5, 4, 8)), specs, strict=True)
+    ]
+    found = collectives(program.lower(*args).compile().as_text())
+    assert sorted((c.kind, c.trips) for c in found) == [("all-reduce", 1), ("all-reduce", 5)]
+    assert {c.bytes_per_rank for c in found} == {2 * 3 / 4 * 32}  # f32[1,8] over 4 ranks
+    assert sorted(c.bytes_per_step for c in found) == [48, 5 * 48]
+
+
+def test_a_line_cut_off_mid_instruction_is_an_error_naming_its_line():
+    text = "ENTRY %main {\n  %a = f32[2] parameter(0)\n  %b = f32[2] add(%a, %"
+    with pytest.raises(ValueError, match="line 3 is not a whole instruction"):
+        read_hlo(text)
+
+
+CALL_RESULT = """
+%pair (a: f32[2,4], b: f32[2,4]) -> (f32[2,4], f32[2,4]) {
+  %a = f32[2,4] parameter(0)
+  %b = f32[2,4] parameter(1)
+  %n = f32[2,4] negate(%a)
+  ROOT %t = (f32[2,4], f32[2,4]) tuple(%n, %b)
+}
+
+ENTRY %main (x: f32[2,3], w: f32[3,4]) -> f32[4,2] {
+  %x = f32[2,3] parameter(0)
+  %w = f32[3,4] parameter(1)
+  %d = f32[2,4] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %c = (f32[2,4], f32[2,4]) call(%d, %d), to_apply=%pair
+  %e = f32[2,4] get-tuple-element(%c), index=0
+  ROOT %t = f32[4,2] transpose(%e), dimensions={1,0}
+}
+"""
+
+
+def test_a_calls_result_is_made_in_the_call_not_passed_through():
+    """Element 0 of the call is a negate of its operand 0, a dot: no dot feeds the transpose."""
+    assert transpose_of_dot_sites(CALL_RESULT) == []
+    passed = CALL_RESULT.replace("tuple(%n, %b)", "tuple(%a, %b)")  # now the dot's own value
+    assert transpose_of_dot_sites(passed) == []  # still a call's result: not followed into it

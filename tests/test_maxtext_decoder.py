@@ -2,6 +2,7 @@
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from snippets.maxtext_decoder import (
     grouped,
     llama2_7b_gradient_bytes,
     lower_decoder,
+    maxtext_config,
     mode_report,
 )
 
@@ -184,3 +186,27 @@ def test_the_version_matrix_records_maxtext_where_it_installs():
         assert facts["explicit sites with Sharding between"] == facts["explicit sites"] > 0
         assert facts["auto sites with Sharding between"] == 0
         assert facts["explicit folded"] == []
+
+
+@pytest.mark.parametrize("flags", [None, "--xla_cpu_enable_fast_math=false"])
+def test_maxtext_config_leaves_xla_flags_as_they_were(monkeypatch, flags):
+    """MaxText's config sets XLA_FLAGS to dump every module when it is unset; not for us."""
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    if flags is not None:
+        monkeypatch.setenv("XLA_FLAGS", flags)
+    maxtext_config(DecoderConfig(), "explicit")
+    assert os.environ.get("XLA_FLAGS") == flags
+
+
+def test_importing_maxtext_leaves_flax_sharding_on():
+    """MaxText's import turns flax_always_shard_variable off for the process; it is put back.
+
+    In a fresh process, where MaxText is imported for the first time."""
+    code = (
+        "from flax import config; from snippets.maxtext_decoder import import_maxtext; "
+        "import_maxtext(); print(config.flax_always_shard_variable)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "True"

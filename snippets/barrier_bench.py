@@ -1,0 +1,130 @@
+"""How long :func:`snippets.barrier.find_barriers` takes at a real model's scale, against the
+lowering it reads, and how long the command line takes on that model's XLA dump.
+
+``python -m snippets.barrier_bench [--repeats N] [--emb E] [--vocab V] [--layers L] [--mode M]
+[--json]`` (``nox -s bench``): by default MaxText's decoder at llama2-7b's shape (emb 4096,
+vocab 32000, 32 unrolled layers, explicit mode, 4 simulated devices). After a warm-up, each
+repeat lowers the step and runs ``find_barriers`` on it in this process, with a full garbage
+collection between them (untimed), so neither pays for the other's garbage; the dump, written
+once, is read by a fresh ``python -m snippets.barrier_check`` per repeat. Medians, minima and
+maxima; no time is asserted anywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import jax
+
+from snippets.barrier import find_barriers
+from snippets.cli import Parser, positive_int, reported, run_module
+from snippets.devices import SHARD_MODES, setup_devices
+from snippets.maxtext_decoder import DecoderConfig, lower_decoder
+from snippets.tables import print_report
+
+LLAMA2_7B = DecoderConfig(emb=4096, vocab=32000, layers=32)
+"""llama2-7b's width, vocabulary and depth (MaxText's ``configs/models/llama2-7b.yml``)."""
+
+
+def write_dump(lowered: jax.stages.Lowered, directory: str) -> Path:
+    """XLA's own ``before_optimizations`` dump of ``lowered``, without a full compile: with every
+    HLO pass disabled XLA:CPU writes the dump first, then stops at the first ``Sharding`` call
+    it cannot run (the error this expects)."""
+    options = {"xla_dump_to": directory, "xla_dump_hlo_as_text": True}
+    with contextlib.suppress(jax.errors.JaxRuntimeError):
+        lowered.compile(compiler_options=options | {"xla_disable_all_hlo_passes": True})
+    (dump,) = Path(directory).glob("*.before_optimizations.txt")
+    return dump
+
+
+_CHECK_WITH_PEAK = """import runpy, sys
+try:
+    runpy.run_module("snippets.barrier_check", run_name="__main__", alter_sys=True)
+finally:
+    status = open("/proc/self/status").read()
+    sys.stderr.write(status[status.index("VmHWM:") :].splitlines()[0])
+"""
+"""``python -m snippets.barrier_check`` that writes its own peak RSS (``VmHWM``) to stderr: a
+child's ``ru_maxrss`` would count this process's memory, copied into it before ``exec``."""
+
+
+def read_dump(path: Path) -> tuple[float, int, int]:
+    """Seconds, peak resident bytes and exit status of ``python -m snippets.barrier_check PATH``."""
+    command = [sys.executable, "-c", _CHECK_WITH_PEAK, "--json", str(path)]
+    started = time.perf_counter()
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - started
+    return seconds, int(result.stderr.split()[-2]) * 1024, result.returncode
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    """Median, minimum and maximum of ``values``."""
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def bench(config: DecoderConfig, mode: str, repeats: int) -> dict:
+    """Lower and check ``repeats`` times after one uncounted warm-up (imports, first traces), and
+    read the dump of the first lowering as often."""
+    runs: dict[str, list[float]] = {"lowering_s": [], "find_barriers_s": [], "ratio": []}
+    find_barriers(lower_decoder(config, mode).lowered)
+    with tempfile.TemporaryDirectory() as directory:
+        for repeat in range(repeats):
+            started = time.perf_counter()
+            lowered = lower_decoder(config, mode).lowered
+            lowering = time.perf_counter() - started
+            gc.collect()  # the lowering's garbage, collected outside both timings
+            started = time.perf_counter()
+            sites = find_barriers(lowered)
+            runs["find_barriers_s"].append(time.perf_counter() - started)
+            runs["lowering_s"].append(lowering)
+            runs["ratio"].append(runs["find_barriers_s"][-1] / lowering)
+            if repeat == 0:
+                dump = write_dump(lowered, directory)
+            del lowered
+        reads = [read_dump(dump) for _ in range(repeats)]
+        size = dump.stat().st_size
+    return {
+        "config": config.model_dump() | {"mode": mode, "devices": 4, "repeats": repeats},
+        "sites": len(sites),
+        "barriers": sum(site.kind == "barrier" for site in sites),
+        "dump_bytes": size,
+        "dump_exit_status": sorted({status for _, _, status in reads}),
+        "table": [
+            {"measure": "lowering (s)", **spread(runs["lowering_s"])},
+            {"measure": "find_barriers (s)", **spread(runs["find_barriers_s"])},
+            {"measure": "find_barriers / lowering", **spread(runs["ratio"])},
+            {"measure": "dump read, CLI (s)", **spread([seconds for seconds, _, _ in reads])},
+            {"measure": "dump read, peak RSS (MB)", **spread([rss / 1e6 for _, rss, _ in reads])},
+        ],
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print the benchmark table, with the load average before and after."""
+    parser = Parser(__doc__)
+    parser.add_argument("--repeats", type=positive_int, default=5)
+    parser.add_argument("--emb", type=positive_int, default=LLAMA2_7B.emb)
+    parser.add_argument("--vocab", type=positive_int, default=LLAMA2_7B.vocab)
+    parser.add_argument("--layers", type=positive_int, default=LLAMA2_7B.layers)
+    parser.add_argument("--mode", choices=tuple(SHARD_MODES), default="explicit")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    args = parser.parse_args(argv)
+    with reported(args.debug):
+        config = DecoderConfig(emb=args.emb, vocab=args.vocab, layers=args.layers)
+        setup_devices(4)
+        load_before = Path("/proc/loadavg").read_text().strip()
+        report = bench(config, args.mode, args.repeats)
+    report["loadavg"] = {"before": load_before, "after": Path("/proc/loadavg").read_text().strip()}
+    print_report(report, args.json)
+
+
+if __name__ == "__main__":
+    run_module(main)

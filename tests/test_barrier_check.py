@@ -1,0 +1,257 @@
+"""The HLO-file check (find-barriers): real dumps, exit statuses, bad input, and no JAX."""
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax.tree_util import tree_flatten_with_path
+
+from snippets import barrier_check
+from snippets.barrier import find_barriers, output_name
+from snippets.hlo import find_sites
+from snippets.lowering import StepConfig, build_step
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The guides' step in each mode: XLA:CPU's own dumps (text and proto), its HLO lowered for
+    TPU, its StableHLO text, and the ``find_barriers`` of the same lowering."""
+    found: dict = {}
+    for mode in ("explicit", "auto"):
+        out = tmp_path_factory.mktemp(mode)
+        step = build_step(StepConfig(mode=mode))
+        lowered = step.lower()
+        dumps = {
+            "xla_dump_to": str(out),
+            "xla_dump_hlo_as_text": True,
+            "xla_dump_hlo_as_proto": True,
+        }
+        lowered.compile(compiler_options=dumps)
+        with jax.set_mesh(step.mesh):
+            tpu = step.function.trace(*step.args).lower(lowering_platforms=("tpu",))
+        (out / "tpu.hlo.txt").write_text(tpu.as_text(dialect="hlo", debug_info=True))
+        (out / "step.mlir").write_text(lowered.as_text())
+        found[mode] = {
+            "dump": next(out.glob("module_*.before_optimizations.txt")),
+            "proto": next(out.glob("module_*.before_optimizations.hlo.pb")),
+            "tpu": out / "tpu.hlo.txt",
+            "mlir": out / "step.mlir",
+            "sites": find_barriers(lowered),
+            "outputs": [
+                output_name(path) for path, _ in tree_flatten_with_path(lowered.out_info)[0]
+            ],
+        }
+    return found
+
+
+def check(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    """``find-barriers ARGV`` in this process: its exit status, stdout and stderr."""
+    try:
+        barrier_check.main(list(argv))
+        status = 0
+    except SystemExit as exit_:
+        status = exit_.code
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@pytest.mark.needs_devices(4)
+@pytest.mark.parametrize(("mode", "status"), [("explicit", 1), ("auto", 0)])
+@pytest.mark.parametrize("kind", ["dump", "tpu"])
+def test_a_dump_exits_1_with_a_blocked_fold_and_0_without(files, capsys, mode, status, kind):
+    code, out, err = check(capsys, str(files[mode][kind]))
+    assert (code, err) == (status, "")
+    header, line = out.splitlines()
+    assert header.endswith(f"1 transpose-of-dot site, {status} with a Sharding call between")
+    between = "-> Sharding ->" if status else "->"
+    assert (
+        f"dot f32[256,64] {between} transpose f32[64,256]  output 2  snippets/lm_head.py:" in line
+    )
+    assert line.startswith("  barrier " if status else "  foldable ")
+
+
+@pytest.mark.needs_devices(4)
+@pytest.mark.parametrize("mode", ["explicit", "auto"])
+@pytest.mark.parametrize("kind", ["dump", "tpu"])
+def test_a_file_lists_the_same_sites_as_find_barriers(files, mode, kind):
+    from_file = find_sites(barrier_check.read_file(str(files[mode][kind])))
+    from_lowered = files[mode]["sites"]
+    assert len(from_file) == len(from_lowered) == 1
+    for read, lowered in zip(from_file, from_lowered, strict=True):
+        shown = ("dot_shape", "shape", "between", "kind", "op_name", "trips")
+        assert [getattr(read, key) for key in shown] == [getattr(lowered, key) for key in shown]
+        assert files[mode]["outputs"][read.output] == lowered.output == "head.kernel"
+        assert read.source.endswith(lowered.source)  # absolute in the file
+
+
+@pytest.mark.needs_devices(4)
+def test_json_gives_the_same_sites_as_records(files, capsys):
+    code, out, _ = check(
+        capsys, "--json", str(files["explicit"]["dump"]), str(files["auto"]["dump"])
+    )
+    explicit, auto = json.loads(out)
+    assert code == 1  # one blocked fold among the files is enough
+    assert (explicit["barriers"], auto["barriers"]) == (1, 0)
+    (site,) = explicit["sites"]
+    assert site["between"] == ["Sharding"]
+    assert (site["blocked"], site["output"], site["trips"]) == (True, 2, 1)
+    assert site["source"].startswith("snippets/lm_head.py:")
+
+
+def write(tmp_path: Path, name: str, content: str | bytes) -> str:
+    path = tmp_path / name
+    path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
+    return str(path)
+
+
+def cut_mid_line(text: str) -> str:
+    """``text`` cut in the middle of its first dot's operand list."""
+    return text[: text.index(" dot(") + 8]
+
+
+def cut_after_line(text: str) -> str:
+    """``text`` cut after the line of its first dot."""
+    return text[: text.index("\n", text.index(" dot(")) + 1]
+
+
+BAD_INPUT = {
+    "missing path": (lambda files, tmp: str(tmp / "nothing.txt"), ["no such file"]),
+    "directory": (lambda files, tmp: str(tmp), ["a directory", "before_optimizations.txt"]),
+    "empty file": (
+        lambda files, tmp: write(tmp, "empty.txt", ""),
+        ["the file is empty", "HLO text"],
+    ),
+    "binary proto dump": (
+        lambda files, tmp: str(files["explicit"]["proto"]),
+        ["binary", ".pb", "--xla_dump_hlo_as_text"],
+    ),
+    "StableHLO text": (
+        lambda files, tmp: str(files["explicit"]["mlir"]),
+        ["StableHLO/MLIR text", "xla_dump_to", 'as_text(dialect="hlo")'],
+    ),
+    "cut off mid-instruction": (
+        lambda files, tmp: write(
+            tmp, "cut.txt", cut_mid_line(files["explicit"]["dump"].read_text())
+        ),
+        ["not a whole instruction", "cut off"],
+    ),
+    "cut off after a line": (
+        lambda files, tmp: write(
+            tmp, "cut.txt", cut_after_line(files["explicit"]["dump"].read_text())
+        ),
+        ["cut off", "ends inside a computation"],
+    ),
+    "no ENTRY": (
+        lambda files, tmp: write(
+            tmp, "no_entry.txt", files["explicit"]["dump"].read_text().replace("ENTRY ", "")
+        ),
+        ["no ENTRY computation"],
+    ),
+    "not HLO at all": (
+        lambda files, tmp: write(tmp, "notes.txt", "dot then transpose\n"),
+        ["no HLO instruction"],
+    ),
+}
+
+
+@pytest.mark.needs_devices(4)
+@pytest.mark.parametrize("case", BAD_INPUT)
+def test_bad_input_is_one_error_line_and_exit_2(files, capsys, tmp_path, case):
+    make, words = BAD_INPUT[case]
+    good = str(files["explicit"]["dump"])
+    code, out, err = check(capsys, good, make(files, tmp_path))  # a good file first: no output
+    assert (code, out) == (2, "")
+    (line,) = err.splitlines()
+    assert line.startswith("error: ")
+    for word in words:
+        assert word in line
+
+
+def test_a_module_without_a_dot_is_valid(capsys, tmp_path):
+    text = jax.jit(jnp.sin).lower(jnp.ones(3)).as_text(dialect="hlo")
+    assert check(capsys, write(tmp_path, "sin.txt", text)) == (
+        0,
+        f"{tmp_path / 'sin.txt'}: 0 transpose-of-dot sites, 0 with a Sharding call between\n",
+        "",
+    )
+
+
+def console_script() -> list[str]:
+    """The ``find-barriers`` that ``pyproject.toml`` declares, as a command for this Python."""
+    target = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module, function = target["find-barriers"].split(":")
+    return [
+        sys.executable,
+        "-c",
+        f"import sys; from {module} import {function}; sys.exit({function}())",
+    ]
+
+
+@pytest.mark.needs_devices(4)
+@pytest.mark.parametrize("mode", ["explicit", "auto"])
+def test_the_console_script_and_python_dash_m_give_the_same_output_and_status(files, mode):
+    dump = str(files[mode]["dump"])
+    commands = {
+        "console script": [*console_script(), dump],
+        "python -m snippets.barrier --hlo": [
+            sys.executable,
+            "-m",
+            "snippets.barrier",
+            "--hlo",
+            dump,
+        ],
+        "python -m snippets.barrier_check": [sys.executable, "-m", "snippets.barrier_check", dump],
+    }
+    installed = Path(sys.executable).parent / "find-barriers"
+    if installed.exists():  # after `uv sync` has installed the project's scripts
+        commands["installed find-barriers"] = [str(installed), dump]
+    results = {
+        name: subprocess.run(command, capture_output=True, text=True, check=False, cwd=ROOT)
+        for name, command in commands.items()
+    }
+    answers = {(r.returncode, r.stdout, r.stderr) for r in results.values()}
+    assert len(answers) == 1, results
+    assert answers.pop()[0] == (1 if mode == "explicit" else 0)
+
+
+def test_bad_input_from_the_command_line_has_no_traceback(tmp_path):
+    result = subprocess.run(
+        [*console_script(), str(tmp_path / "missing.txt")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"error: {tmp_path / 'missing.txt'}: no such file\n"
+
+
+@pytest.mark.needs_devices(4)
+def test_the_file_check_imports_no_jax(files):
+    """As ``python -X importtime`` lists them: not one module of jax or jaxlib is imported."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "snippets.barrier_check",
+            str(files["auto"]["dump"]),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    imported = [
+        line.rpartition("|")[2].strip() for line in result.stderr.splitlines() if "|" in line
+    ]
+    assert "snippets.hlo" in imported
+    assert not [name for name in imported if name.split(".")[0] in ("jax", "jaxlib")]
