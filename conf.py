@@ -57,7 +57,7 @@ nitpick_ignore_regex = [
     # Types from other projects: no intersphinx, the build stays offline.
     ("py:class", r"(collections|typing|pathlib|argparse|jax|jaxlib|flax|numpy|optax)\..*"),
     ("py:class", r"(matplotlib|orbax|pydantic)\..*"),
-    # What autodoc prints of snippets.cli.PositiveInt's Annotated[int, Field(...)] metadata.
+    # What autodoc prints of snippets.support.config.PositiveInt's Annotated[int, Field(...)] metadata.
     ("py:class", r"\w+=.*|Strict|Ge|FieldInfo"),
 ]
 autodoc_member_order = "bysource"

@@ -142,9 +142,9 @@ def browser(session: nox.Session) -> None:
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
     """find_barriers against the lowering it reads at llama2-7b's shape, and the command line on
-    that model's XLA dump: medians and ranges as a table (``python -m snippets.barrier_bench``)."""
+    that model's XLA dump: medians and ranges as a table (``python -m snippets.measure.barrier_bench``)."""
     install(session, "docs")
-    session.run("python", "-m", "snippets.barrier_bench", *session.posargs)
+    session.run("python", "-m", "snippets.measure.barrier_bench", *session.posargs)
 
 
 @nox.session(default=False, venv_backend="none")
@@ -160,9 +160,6 @@ MATRIX_RELEASES = [
     nox.param("3.12", "0.12.0.1", "0.12.12", id="jax='0.12.0.1'"),
 ]
 """The JAX releases the story is re-measured on (Python, JAX, Flax); the last is the pinned one."""
-
-MAXTEXT_NEEDS_JAX = (0, 11, 1)
-"""MaxText 0.2.5 requires JAX 0.11.1 or newer; older releases get a row saying so."""
 
 
 def _release(version: str) -> tuple[int, ...]:
@@ -203,8 +200,9 @@ def matrix(session: nox.Session, jax: str, flax: str) -> None:
     """
     release = (f"jax=={jax}", f"jaxlib=={jax}", f"flax=={flax}")
     session.install(*release, *project_pins("pydantic", "numpy"))
-    if _release(jax) >= MAXTEXT_NEEDS_JAX:
-        maxtext, requirements = maxtext_requirements()
+    maxtext, requirements = maxtext_requirements()
+    floor = next(r.removeprefix("jax>=") for r in requirements if r.startswith("jax>="))
+    if _release(jax) >= _release(floor):  # older releases get a row saying MaxText is missing
         session.install("--no-deps", maxtext)
         session.install(*release, *requirements, *project_pins("numpy"))
     python = Path(session.virtualenv.location) / "bin" / "python"

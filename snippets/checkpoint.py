@@ -21,8 +21,9 @@ from flax.traverse_util import flatten_dict, unflatten_dict
 from jax.sharding import NamedSharding, PartitionSpec
 from pydantic import Field, TypeAdapter, ValidationError
 
-from snippets.cli import PositiveInt, one_line, run_module
 from snippets.lm_head import DenseGeneral
+from snippets.support.cli import one_line
+from snippets.support.config import PositiveInt
 
 CANONICAL = "in_out"
 TRANSPOSED = "out_in"
@@ -220,7 +221,3 @@ def restore(directory: str | Path, model: nnx.Module) -> nnx.Module:
     nnx.replace_by_pure_dict(state, unflatten_dict(arrays, sep="/"))
     nnx.update(model, state)
     return model
-
-
-if __name__ == "__main__":
-    run_module()

@@ -16,23 +16,11 @@ from jax import shard_map
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from snippets.cli import Parser, check_memory, positive_int, reported, run_module
 from snippets.devices import make_mesh, setup_devices
-from snippets.hlo import ring_bytes_per_rank  # the ring model's bytes; jax-free, so it lives there
-from snippets.tables import print_report
-from snippets.timing import interleaved, milliseconds, ratio_range, verdict
-
-
-def ring_hops(kind: str, ranks: int) -> int:
-    """Steps of a ring collective: N-1 for reduce-scatter and all-gather, 2(N-1) for all-reduce.
-
-    >>> ring_hops("reduce-scatter", 4), ring_hops("all-reduce", 4)
-    (3, 6)
-    """
-    steps = {"reduce-scatter": 1, "all-gather": 1, "all-reduce": 2}
-    if kind not in steps:
-        raise ValueError(f"Unknown collective {kind!r}; expected one of {sorted(steps)}.")
-    return steps[kind] * (ranks - 1)
+from snippets.ring_model import ring_bytes_per_rank, ring_hops
+from snippets.support.cli import Parser, check_memory, positive_int, reported, run_module
+from snippets.support.tables import print_report
+from snippets.support.timing import interleaved, milliseconds, ratio_range, verdict
 
 
 @dataclasses.dataclass(frozen=True)

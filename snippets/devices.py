@@ -15,7 +15,7 @@ import jax
 from jax.sharding import AxisType, Mesh
 from pydantic import validate_call
 
-from snippets.cli import (
+from snippets.support.cli import (
     Parser,
     PositiveInt,
     SetupError,
@@ -24,10 +24,13 @@ from snippets.cli import (
     reported,
     run_module,
 )
-from snippets.tables import print_report
+from snippets.support.tables import print_report
 
 SHARD_MODES: dict[str, AxisType] = {"explicit": AxisType.Explicit, "auto": AxisType.Auto}
 """The two shard modes, as a config writes them, and the mesh axis type each one means."""
+
+MESH_DEVICES = 4
+"""How many devices the guides' meshes span: TPU chips, or simulated CPU devices."""
 
 SIMULATED_DEVICE_BYTES = 2**19
 """Memory to allow per simulated CPU device: about 0.3 MB measured (JAX 0.12), with a margin."""
@@ -38,7 +41,7 @@ class TooFewDevicesError(SetupError):
 
 
 @validate_call
-def setup_devices(n: PositiveInt = 4) -> list[jax.Device]:
+def setup_devices(n: PositiveInt = MESH_DEVICES) -> list[jax.Device]:
     """``n`` accelerator chips, or simulated CPUs if too few; call it before any other JAX code."""
     most = available_memory() // SIMULATED_DEVICE_BYTES
     if n > most:

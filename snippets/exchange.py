@@ -13,9 +13,7 @@ from jax import shard_map
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from snippets.cli import run_module
 from snippets.devices import make_mesh
-from snippets.hlo import opcode_counts
 
 SEED_A = np.array([[1, 2], [3, 4]], dtype=np.float32)
 SEED_B = np.array([[5, 6], [7, 8]], dtype=np.float32)
@@ -112,33 +110,3 @@ EXPLICIT_FORMS = {
     "dot_out_sharding_rows": rows_in_one_dot,
 }
 """The sharding-in-types forms of the exchange, each jitted under the explicit mesh."""
-
-FINISH_OPCODES = ("reduce-scatter", "all-reduce", "all-gather", "dynamic-slice")
-"""The opcodes that show how a compiled program finishes partial sums."""
-
-
-def compiled_collectives(function: Callable, *args: jax.Array) -> dict[str, int]:
-    """How many of each :data:`FINISH_OPCODES` the compiled ``function`` has."""
-    return opcode_counts(function.lower(*args).compile().as_text(), *FINISH_OPCODES)
-
-
-def explicit_mode(a: jax.Array, b: jax.Array, mesh: Mesh) -> dict:
-    """The exchange without ``shard_map`` (and :func:`reduce_scatter`'s form): its results and ops."""
-    with jax.set_mesh(mesh):
-        unreduced = jax.jit(partial_sums)(a, b)
-        rows = jax.jit(finish_by_reshard)(a, b)
-        compiled = {
-            name: compiled_collectives(jax.jit(form), a, b) for name, form in EXPLICIT_FORMS.items()
-        }
-    compiled["shard_map_psum_scatter"] = compiled_collectives(reduce_scatter(mesh), a, b)
-    return {
-        "unreduced_type": str(jax.typeof(unreduced)),
-        "unreduced_partials": [p.tolist() for p in per_rank(unreduced, mesh)],
-        "resharded_type": str(jax.typeof(rows)),
-        "resharded": np.asarray(rows).tolist(),
-        "compiled_collectives": compiled,
-    }
-
-
-if __name__ == "__main__":
-    run_module()

@@ -18,8 +18,6 @@ import jax
 from jax import lax
 from jax.sharding import PartitionSpec
 
-from snippets.cli import run_module
-
 
 def _explicit_spec(array: jax.Array) -> PartitionSpec | None:
     """The array's sharding from its type under an explicit mesh; ``None`` elsewhere."""
@@ -86,7 +84,3 @@ def auto_axes_dot_general(
     if out_sharding is None:
         out_sharding = jax.eval_shape(dot, lhs, rhs).sharding
     return jax.sharding.auto_axes(dot, out_sharding=out_sharding)(lhs, rhs)
-
-
-if __name__ == "__main__":
-    run_module()

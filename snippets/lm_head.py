@@ -22,11 +22,12 @@ from flax.nnx.nn.dtypes import promote_dtype
 from jax import lax
 from jax.sharding import PartitionSpec
 from numpy.lib.array_utils import normalize_axis_tuple
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import model_validator
 
-from snippets.cli import Parser, PositiveInt, check_memory, positive_int, reported, run_module
 from snippets.kernel_order_grad import auto_axes_dot_general, kernel_order_logits
-from snippets.tables import print_report
+from snippets.support.cli import Parser, check_memory, positive_int, reported, run_module
+from snippets.support.config import Config, PositiveInt
+from snippets.support.tables import print_report
 
 KernelOrder = Literal["custom_vjp", "auto_axes"]
 """The two ways to write the weight gradient in kernel order: a custom VJP, or ``auto_axes``."""
@@ -147,18 +148,6 @@ class DenseGeneral(nnx.Module):
             dimensions = ((axis, self.contract_axes), ((), ()))
             out = dot_general(inputs, kernel, dimensions, out_sharding=out_sharding)
         return out if bias is None else out + bias
-
-
-class Config(BaseModel):
-    """The project's config style: frozen, no unknown fields, no coercion (``True`` is not a size)."""
-
-    model_config = ConfigDict(
-        frozen=True, extra="forbid", strict=True, use_attribute_docstrings=True
-    )
-
-    def replace(self, **changes: Any) -> Self:
-        """A copy with ``changes``, validated like a new config (pydantic's ``model_copy`` is not)."""
-        return self.model_validate(self.model_dump() | changes)
 
 
 class LMHeadConfig(Config):

@@ -21,10 +21,11 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 from pydantic import model_validator
 
-from snippets.cli import Parser, PositiveInt, check_memory, positive_int, reported, run_module
-from snippets.devices import SHARD_MODES, make_mesh, setup_devices
-from snippets.lm_head import Config, LMHeadConfig, build_output_head, head_axis_rules
-from snippets.tables import print_report
+from snippets.devices import MESH_DEVICES, SHARD_MODES, make_mesh, setup_devices
+from snippets.lm_head import LMHeadConfig, build_output_head, head_axis_rules
+from snippets.support.cli import Parser, check_memory, positive_int, reported, run_module
+from snippets.support.config import Config, PositiveInt
+from snippets.support.tables import print_report
 from snippets.vocab_parallel import vocab_parallel_cross_entropy, vocab_parallel_logits
 
 VARIANTS = {
@@ -45,13 +46,22 @@ MESH_LAYOUTS = {"dp": ("data",), "dp_fsdp": ("data", "fsdp"), "fsdp": ("fsdp",)}
 batch is sharded over every axis; on an fsdp axis the weights are too, on ``embed``."""
 
 
+def mesh_shape(layout: str, devices: int) -> tuple[int, ...]:
+    """The axis sizes of a :data:`MESH_LAYOUTS` layout on ``devices`` devices (data x fsdp: 2 x n/2).
+
+    >>> mesh_shape("dp_fsdp", 4)
+    (2, 2)
+    """
+    return (2, devices // 2) if layout == "dp_fsdp" else (devices,)
+
+
 class StepConfig(Config):
     """Everything that decides the lowered step; an invalid combination fails on construction."""
 
     mode: Literal[*SHARD_MODES] = "explicit"
     variant: Literal[*VARIANTS] = "EV"
     mesh: Literal[*MESH_LAYOUTS] = "dp"
-    devices: PositiveInt = 4
+    devices: PositiveInt = MESH_DEVICES
     emb: PositiveInt = 64
     vocab: PositiveInt = 256
     batch: PositiveInt = 8
@@ -95,7 +105,7 @@ class StepConfig(Config):
     @property
     def mesh_shape(self) -> tuple[int, ...]:
         """The mesh's axis sizes for this layout and device count."""
-        return (2, self.devices // 2) if self.mesh == "dp_fsdp" else (self.devices,)
+        return mesh_shape(self.mesh, self.devices)
 
     @property
     def axes(self) -> tuple[str, ...]:

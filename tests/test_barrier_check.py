@@ -11,10 +11,10 @@ import jax.numpy as jnp
 import pytest
 from jax.tree_util import tree_flatten_with_path
 
-from snippets import barrier_check
-from snippets.barrier import find_barriers, output_name
-from snippets.hlo import find_sites
 from snippets.lowering import StepConfig, build_step
+from snippets.measure import barrier_check
+from snippets.measure.barrier import find_barriers, output_name
+from snippets.measure.hlo import find_sites
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -207,7 +207,12 @@ def test_the_console_script_and_python_dash_m_give_the_same_output_and_status(fi
             "--hlo",
             dump,
         ],
-        "python -m snippets.barrier_check": [sys.executable, "-m", "snippets.barrier_check", dump],
+        "python -m snippets.measure.barrier_check": [
+            sys.executable,
+            "-m",
+            "snippets.measure.barrier_check",
+            dump,
+        ],
     }
     installed = Path(sys.executable).parent / "find-barriers"
     if installed.exists():  # after `uv sync` has installed the project's scripts
@@ -241,7 +246,7 @@ def test_the_file_check_imports_no_jax(files):
             "-X",
             "importtime",
             "-m",
-            "snippets.barrier_check",
+            "snippets.measure.barrier_check",
             str(files["auto"]["dump"]),
         ],
         capture_output=True,
@@ -253,5 +258,5 @@ def test_the_file_check_imports_no_jax(files):
     imported = [
         line.rpartition("|")[2].strip() for line in result.stderr.splitlines() if "|" in line
     ]
-    assert "snippets.hlo" in imported
+    assert "snippets.measure.hlo" in imported
     assert not [name for name in imported if name.split(".")[0] in ("jax", "jaxlib")]

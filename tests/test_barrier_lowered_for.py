@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from snippets import barrier
 from snippets.lowering import StepConfig
+from snippets.measure import barrier
 
 BASE = StepConfig()
 pytestmark = pytest.mark.needs_devices(BASE.devices)

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from snippets import causal_control as cc
 from snippets.lowering import StepConfig
+from snippets.measure import causal_control as cc
 
 FIXES = ("VE", "kernel-order-grad", "auto-axes")
 

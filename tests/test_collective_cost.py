@@ -17,16 +17,16 @@ from snippets.collective_cost import (
     finish_functions,
     main,
     predict,
-    ring_hops,
     time_finishes,
 )
 from snippets.devices import make_mesh
-from snippets.gradient_finish import (
+from snippets.measure.gradient_finish import (
     DESIGN_DOC_MEASURED,
     design_doc_comparison,
     lm_head_gradient_costs,
 )
-from snippets.timing import verdict
+from snippets.ring_model import ring_hops
+from snippets.support.timing import verdict
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,9 @@ import jax.numpy as jnp
 import pytest
 from flax import nnx
 
-from snippets.barrier import find_barriers, output_name, short_path
-from snippets.hlo import (
+from snippets.lowering import StepConfig, build_step
+from snippets.measure.barrier import find_barriers, output_name, short_path
+from snippets.measure.hlo import (
     TransposeSite,
     outputs_reached,
     read_hlo,
@@ -17,7 +18,6 @@ from snippets.hlo import (
     source_locations,
     transpose_of_dot_sites,
 )
-from snippets.lowering import StepConfig, build_step
 
 WITH_METADATA = """
 HloModule jit_step, entry_computation_layout={(f32[2,3]{1,0}, f32[3,4]{1,0})->(f32[4,2]{0,1}, f32[4,2]{1,0})}
@@ -191,7 +191,7 @@ def test_find_barriers_on_the_guides_step(mode, between):
 
 def test_short_path_names_the_module():
     assert short_path(f"{jax.__file__}:3") == "jax/__init__.py:3"
-    assert short_path(f"{inspect.getfile(find_barriers)}:7") == "snippets/barrier.py:7"
+    assert short_path(f"{inspect.getfile(find_barriers)}:7") == "snippets/measure/barrier.py:7"
     assert short_path("/elsewhere/model.py:7") == "model.py:7"
 
 

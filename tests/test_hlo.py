@@ -6,7 +6,7 @@ import pytest
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from snippets.hlo import (
+from snippets.measure.hlo import (
     _called,
     collectives,
     computations,

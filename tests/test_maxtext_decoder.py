@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from snippets import maxtext_decoder
-from snippets.cli import SetupError
-from snippets.maxtext_decoder import (
+from snippets.measure import maxtext_decoder
+from snippets.measure.maxtext_decoder import (
     DecoderConfig,
     fate,
     grouped,
@@ -20,6 +19,7 @@ from snippets.maxtext_decoder import (
     maxtext_config,
     mode_report,
 )
+from snippets.support.cli import SetupError
 
 HEAD = "decoder/logits_dense/kernel"
 MLP = {f"decoder/layers_0/mlp/{name}/kernel" for name in ("wi_0", "wi_1", "wo")}
@@ -203,7 +203,7 @@ def test_importing_maxtext_leaves_flax_sharding_on():
 
     In a fresh process, where MaxText is imported for the first time."""
     code = (
-        "from flax import config; from snippets.maxtext_decoder import import_maxtext; "
+        "from flax import config; from snippets.measure.maxtext_decoder import import_maxtext; "
         "import_maxtext(); print(config.flax_always_shard_variable)"
     )
     result = subprocess.run(

@@ -9,7 +9,7 @@ import jax
 import pytest
 from jax.sharding import AxisType
 
-from snippets import modes
+from snippets.measure import modes
 
 GATHER = "ShardingTypeError: Use `.at[...].get(out_sharding=)` to provide output PartitionSpec"
 AMBIGUOUS = "ShardingTypeError: Contracting dimensions are sharded and it is ambiguous"
@@ -87,7 +87,7 @@ def matches(got: str, pinned: str) -> bool:
 
 
 def test_every_check_is_pinned():
-    assert sorted(modes.CHECKS) == sorted(PINNED)
+    assert sorted(modes.CAPABILITY_CHECKS) == sorted(PINNED)
 
 
 @pytest.mark.parametrize("mode", ["explicit", "auto"])

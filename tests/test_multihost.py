@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from snippets.cli import SetupError
-from snippets.multihost import Workers, compare, coordinator_port
+from snippets.measure.multihost import Workers, compare, coordinator_port
+from snippets.support.cli import SetupError
 
 CLUSTER = [(0, 2, 2), (1, 2, 2)]
 """The jobs of a two-process cluster with two devices each."""

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from snippets.devices import TooFewDevicesError
-from snippets.gradient_finish import (
+from snippets.measure.gradient_finish import (
     FUSION_THRESHOLD_BYTES,
     lm_head_gradient_finish,
     lm_head_threshold_table,
 )
-from snippets.reduce_scatter import main, schedule, schedule_bytes_per_rank, walkthrough
+from snippets.measure.reduce_scatter import main, schedule, schedule_bytes_per_rank, walkthrough
 
 on_cpu = pytest.mark.skipif(
     jax.default_backend() != "cpu", reason="states what XLA:CPU compiles; other backends differ"

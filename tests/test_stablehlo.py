@@ -4,10 +4,10 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from snippets.hlo import TransposeSite, find_sites, read_hlo, transpose_of_dot_sites
 from snippets.lowering import StepConfig, build_step
-from snippets.maxtext_decoder import DecoderConfig, lower_decoder
-from snippets.stablehlo import StableHLOProgram, read_stablehlo
+from snippets.measure.hlo import TransposeSite, find_sites, read_hlo, transpose_of_dot_sites
+from snippets.measure.maxtext_decoder import DecoderConfig, lower_decoder
+from snippets.measure.stablehlo import StableHLOProgram, read_stablehlo
 
 
 def facts(site: TransposeSite) -> tuple:

@@ -1,6 +1,6 @@
 """The report printer every command line uses: nesting and numbers a reader can read."""
 
-from snippets.tables import print_report
+from snippets.support.tables import print_report
 
 
 def test_a_nested_report_is_indented_and_its_floats_positional(capsys):

@@ -4,8 +4,8 @@ from functools import partial
 
 import pytest
 
-from snippets import timing
-from snippets.timing import interleaved, milliseconds, ratio_range, verdict
+from snippets.support import timing
+from snippets.support.timing import interleaved, milliseconds, ratio_range, verdict
 
 
 def test_runs_take_turns_after_their_warmup(monkeypatch):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from snippets import version_check
-from snippets.version_check import flat_facts, story_breaks
+from snippets.measure import version_check
+from snippets.measure.version_check import flat_facts, story_breaks
 
 MATRIX = json.loads((Path(__file__).parent.parent / "docs" / "version_matrix.json").read_text())
 

@@ -18,7 +18,7 @@ from urllib.parse import unquote, urljoin, urlparse
 import pytest
 from PIL import Image
 
-from snippets.figures import METADATA_KEY
+from snippets.support.figures import METADATA_KEY
 from tests.browser.conftest import EXTERNAL_LINKS, PAGE_LENGTHS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -371,7 +371,7 @@ def test_figure_text_is_at_least_10_px_on_a_phone(visits, site):
             if path.suffix != ".png" or not path.is_file():
                 continue
             if METADATA_KEY not in (text := Image.open(path).text):
-                continue  # not a figure drawn by snippets.figures
+                continue  # not a figure drawn by snippets.support.figures
             meta = json.loads(text[METADATA_KEY])
             px = meta["min_font_pt"] / 72 * meta["dpi"] * image["shown"] / image["natural"]
             checked += 1

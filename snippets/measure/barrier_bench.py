@@ -1,12 +1,12 @@
-"""How long :func:`snippets.barrier.find_barriers` takes at a real model's scale, against the
+"""How long :func:`snippets.measure.barrier.find_barriers` takes at a real model's scale, against the
 lowering it reads, and how long the command line takes on that model's XLA dump.
 
-``python -m snippets.barrier_bench [--repeats N] [--emb E] [--vocab V] [--layers L] [--mode M]
+``python -m snippets.measure.barrier_bench [--repeats N] [--emb E] [--vocab V] [--layers L] [--mode M]
 [--json]`` (``nox -s bench``): by default MaxText's decoder at llama2-7b's shape (emb 4096,
 vocab 32000, 32 unrolled layers, explicit mode, 4 simulated devices). After a warm-up, each
 repeat lowers the step and runs ``find_barriers`` on it in this process, with a full garbage
 collection between them (untimed), so neither pays for the other's garbage; the dump, written
-once, is read by a fresh ``python -m snippets.barrier_check`` per repeat. Medians, minima and
+once, is read by a fresh ``python -m snippets.measure.barrier_check`` per repeat. Medians, minima and
 maxima; no time is asserted anywhere.
 """
 
@@ -24,11 +24,11 @@ from pathlib import Path
 
 import jax
 
-from snippets.barrier import find_barriers
-from snippets.cli import Parser, positive_int, reported, run_module
 from snippets.devices import SHARD_MODES, setup_devices
-from snippets.maxtext_decoder import DecoderConfig, lower_decoder
-from snippets.tables import print_report
+from snippets.measure.barrier import find_barriers
+from snippets.measure.maxtext_decoder import DecoderConfig, lower_decoder
+from snippets.support.cli import Parser, positive_int, reported, run_module
+from snippets.support.tables import print_report
 
 LLAMA2_7B = DecoderConfig(emb=4096, vocab=32000, layers=32)
 """llama2-7b's width, vocabulary and depth (MaxText's ``configs/models/llama2-7b.yml``)."""
@@ -47,17 +47,17 @@ def write_dump(lowered: jax.stages.Lowered, directory: str) -> Path:
 
 _CHECK_WITH_PEAK = """import runpy, sys
 try:
-    runpy.run_module("snippets.barrier_check", run_name="__main__", alter_sys=True)
+    runpy.run_module("snippets.measure.barrier_check", run_name="__main__", alter_sys=True)
 finally:
     status = open("/proc/self/status").read()
     sys.stderr.write(status[status.index("VmHWM:") :].splitlines()[0])
 """
-"""``python -m snippets.barrier_check`` that writes its own peak RSS (``VmHWM``) to stderr: a
+"""``python -m snippets.measure.barrier_check`` that writes its own peak RSS (``VmHWM``) to stderr: a
 child's ``ru_maxrss`` would count this process's memory, copied into it before ``exec``."""
 
 
 def read_dump(path: Path) -> tuple[float, int, int]:
-    """Seconds, peak resident bytes and exit status of ``python -m snippets.barrier_check PATH``."""
+    """Seconds, peak resident bytes and exit status of ``python -m snippets.measure.barrier_check PATH``."""
     command = [sys.executable, "-c", _CHECK_WITH_PEAK, "--json", str(path)]
     started = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -70,7 +70,7 @@ def spread(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def bench(config: DecoderConfig, mode: str, repeats: int) -> dict:
+def bench_find_barriers(config: DecoderConfig, mode: str, repeats: int) -> dict:
     """Lower and check ``repeats`` times after one uncounted warm-up (imports, first traces), and
     read the dump of the first lowering as often."""
     runs: dict[str, list[float]] = {"lowering_s": [], "find_barriers_s": [], "ratio": []}
@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         config = DecoderConfig(emb=args.emb, vocab=args.vocab, layers=args.layers)
         setup_devices(4)
         load_before = Path("/proc/loadavg").read_text().strip()
-        report = bench(config, args.mode, args.repeats)
+        report = bench_find_barriers(config, args.mode, args.repeats)
     report["loadavg"] = {"before": load_before, "after": Path("/proc/loadavg").read_text().strip()}
     print_report(report, args.json)
 

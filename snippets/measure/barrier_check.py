@@ -1,6 +1,6 @@
 """Check a real run: the transpose-of-dot sites of HLO text files, without JAX.
 
-``find-barriers FILE [FILE ...] [--json]`` (or ``python -m snippets.barrier_check``, or
+``find-barriers FILE [FILE ...] [--json]`` (or ``python -m snippets.measure.barrier_check``, or
 ``python -m snippets.barrier --hlo FILE ...``) reads XLA's ``before_optimizations`` dumps or
 ``lowered.as_text(dialect="hlo")`` saved to a file. Exit status, as linters do: 0 when no site
 has a ``Sharding`` call between its dot and transpose, 1 when one has, 2 on bad input.
@@ -15,8 +15,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from snippets import hlo
-from snippets.cli import Parser, reported, run_module
+from snippets.measure import hlo
+from snippets.support.cli import Parser, reported, run_module
 
 HOW_TO_GET_HLO = (
     "pass HLO text: XLA's module_*.before_optimizations.txt from "

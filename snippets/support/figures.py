@@ -13,8 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.text import Text
 
-from snippets.cli import run_module
-from snippets.sources import SOURCE_TPU_RESULTS
+from snippets.support.sources import SOURCE_TPU_RESULTS
 
 DPI = 150
 """Resolution of the displayed PNG: 1 inch of figure is 150 image pixels."""
@@ -181,7 +180,7 @@ def pass_window_figure(cpu_window: dict) -> DataFigure:
 
 
 def ratio_figure(rows: Sequence[dict]) -> DataFigure:
-    """:func:`snippets.bench.bench`'s step-time ratios to auto/EV: medians, min-max whiskers and
+    """:func:`snippets.measure.bench.bench`'s step-time ratios to auto/EV: medians, min-max whiskers and
     verdicts in a column right of the axes; a range straddling 1.0 is faded ("no difference")."""
     figure, ax = _figure(1.4 + 0.4 * len(rows))
     colors = {"explicit": "#1f77b4", "auto": "#ff7f0e"}
@@ -232,7 +231,3 @@ def source_tpu_figure(rows: Sequence[dict] = SOURCE_TPU_RESULTS) -> DataFigure:
     ax.set_title("Quoted from the MaxText PR, not measured here", fontsize=10, loc="left")
     figure.legend(fontsize=10, loc="outside upper center", ncols=2, frameon=False)
     return DataFigure(figure, data)
-
-
-if __name__ == "__main__":
-    run_module()

@@ -8,9 +8,11 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import NoReturn
 
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
+
+from snippets.support.config import PositiveInt
 
 
 class SetupError(RuntimeError):
@@ -51,24 +53,16 @@ def reported(debug: bool) -> Iterator[None]:
         raise SystemExit(2) from None
 
 
-PositiveInt = Annotated[int, Field(strict=True, ge=1)]
-"""A whole number of at least 1: the one positive-integer type, for configs and command lines."""
-
-
 def positive_int(text: str) -> int:
-    """An argparse type: ``text``, in decimal digits, as a :data:`PositiveInt`."""
+    """An argparse type: ``text``, in decimal digits, as a :data:`~snippets.support.config.PositiveInt`."""
     if text.isascii() and text.isdigit():
         with contextlib.suppress(ValidationError):
             return TypeAdapter(PositiveInt).validate_python(int(text))
     raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
 
 
-def run_module(main: Callable[[], object] | None = None) -> None:
-    """Run ``main`` (without one, say so in one line); a pipe closed early (``| head``) is quiet."""
-    if main is None:
-        name = Path(sys.argv[0]).stem
-        sys.stderr.write(f"error: snippets.{name} has no command line; the guides import it\n")
-        raise SystemExit(2)
+def run_module(main: Callable[[], object]) -> None:
+    """Run a command line's ``main``; a pipe closed early (``| head``) is quiet."""
     try:
         main()
         sys.stdout.flush()
@@ -99,7 +93,3 @@ def check_memory(nbytes: int, what: str, fix: str = "choose smaller sizes") -> N
             f"{what} needs about {nbytes / 2**30:.3g} GiB but {available / 2**30:.3g} GiB of "
             f"memory is available; {fix}."
         )
-
-
-if __name__ == "__main__":
-    run_module()

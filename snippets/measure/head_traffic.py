@@ -11,8 +11,6 @@ import math
 import re
 from collections.abc import Sequence
 
-from snippets import hlo
-from snippets.collective_cost import ring_bytes_per_rank
 from snippets.lowering import (
     LoweredStep,
     StepConfig,
@@ -20,6 +18,8 @@ from snippets.lowering import (
     every_mode_and_variant,
     lower_built,
 )
+from snippets.measure import hlo
+from snippets.ring_model import ring_bytes_per_rank
 
 
 def head_collectives(lowered: LoweredStep) -> dict:

@@ -11,8 +11,6 @@ from collections.abc import Sequence
 
 from pydantic import validate_call
 
-from snippets.barrier import run_report
-from snippets.cli import PositiveInt, run_module
 from snippets.collective_cost import (
     BANDWIDTH_CASES,
     FINISHES,
@@ -21,8 +19,15 @@ from snippets.collective_cost import (
     finish_cost,
     predict,
 )
-from snippets.hlo import DTYPE_BYTES, array_shapes, computations, instructions
 from snippets.lowering import MESH_LAYOUTS, StepConfig, lower_step
+from snippets.measure.hlo import (
+    DTYPE_BYTES,
+    array_shapes,
+    collectives,
+    computations,
+    instructions,
+)
+from snippets.support.config import PositiveInt
 
 
 def lm_head_gradient_finish(mesh: str, mode: str = "explicit") -> dict:
@@ -41,9 +46,9 @@ def lm_head_gradient_finish(mesh: str, mode: str = "explicit") -> dict:
         and math.prod(array_shapes(inst.shape)[0][1]) == math.prod(gradient)
     ]
     sharded = math.prod(gradient) < math.prod(config.kernel_dims)
-    found = run_report(lowered)["collectives"]
+    found = collectives(lowered.compiled)
     finish = (
-        "reduce-scatter" if sharded and "reduce-scatter" in [c["kind"] for c in found]
+        "reduce-scatter" if sharded and "reduce-scatter" in [c.kind for c in found]
         else "all-reduce + dynamic-slice" if sharded and slices
         else "all-reduce"
     )  # fmt: skip
@@ -53,7 +58,7 @@ def lm_head_gradient_finish(mesh: str, mode: str = "explicit") -> dict:
         "kernel": list(config.kernel_dims),
         "gradient_per_rank": list(gradient),
         "gradient_sharded": sharded,
-        "collectives": [{key: c[key] for key in ("kind", "shape", "ranks")} for c in found],
+        "collectives": [{"kind": c.kind, "shape": c.shape, "ranks": c.ranks} for c in found],
         "gradient_shard_slices": len(slices),
         "gradient_shard_slice_shapes": slices,
         "finish": finish,
@@ -180,7 +185,3 @@ def cost_model_report() -> dict:
             "rows": design_doc_comparison(),
         },
     }
-
-
-if __name__ == "__main__":
-    run_module()

@@ -11,8 +11,6 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 
 import jax
 
-from snippets.cli import run_module
-
 
 def interleaved(
     runs: Mapping[Hashable, Callable[[], object]], repeats: int, warmup: int = 1
@@ -53,7 +51,3 @@ def verdict(low: float, high: float, reference: float) -> str:
     if high < reference:
         return f"below {reference:g}"
     return f"no measurable difference from {reference:g}"
-
-
-if __name__ == "__main__":
-    run_module()

@@ -2,9 +2,9 @@
 
 They read HLO text: before optimisation, XLA's own dumps, or ``compiled.as_text()`` after. The
 transpose-of-dot site finder reads a :class:`Program` of :class:`Instruction` records, which
-:func:`read_hlo` makes from HLO text and :mod:`snippets.stablehlo` from a lowered StableHLO
+:func:`read_hlo` makes from HLO text and :mod:`snippets.measure.stablehlo` from a lowered StableHLO
 module, so both readings share one definition of a site. No JAX import; imported by the guides
-and by :mod:`snippets.barrier_check`, which has the command line.
+and by :mod:`snippets.measure.barrier_check`, which has the command line.
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ import functools
 import math
 import re
 from collections.abc import Callable, Mapping
-from fractions import Fraction
 
-from snippets.cli import run_module
+from snippets.ring_model import ring_bytes_per_rank
 
 DTYPE_BYTES = {
     "pred": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1,
@@ -106,7 +105,7 @@ class Program:
     """A module as :class:`Instruction` records, what the site finder reads: each computation's
     instructions in order, the entry's name, and the ``file:line`` of each stack frame id
     (``debug_info``'s tables; empty without them). The finder asks only through the properties
-    and methods below, so a reader can also make records on demand (:mod:`snippets.stablehlo`)."""
+    and methods below, so a reader can also make records on demand (:mod:`snippets.measure.stablehlo`)."""
 
     def __init__(
         self,
@@ -325,22 +324,6 @@ def group_size(attributes: str) -> int:
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "collective-permute")
 
 
-def ring_bytes_per_rank(kind: str, result_bytes: int, ranks: int) -> float:
-    """Bytes one rank sends: ``(N-1)/N`` of the full tensor, twice that for an all-reduce.
-
-    A collective-permute sends its buffer once.
-
-    >>> ring_bytes_per_rank("reduce-scatter", result_bytes=8, ranks=2)
-    8
-    >>> ring_bytes_per_rank("all-reduce", result_bytes=16, ranks=2)
-    16
-    """
-    full = {"reduce-scatter": result_bytes * ranks}.get(kind, result_bytes)
-    share = {"all-reduce": Fraction(2 * (ranks - 1), ranks), "collective-permute": Fraction(1)}
-    sent = full * share.get(kind, Fraction(ranks - 1, ranks))
-    return int(sent) if sent.denominator == 1 else float(sent)
-
-
 @dataclasses.dataclass(frozen=True)
 class Collective:
     """A collective in a compiled module: what each rank sends each time it runs, under the ring
@@ -519,7 +502,7 @@ _PASS_THROUGH = {"bitcast", "copy", "reshape", "convert", "all-reduce", "get-tup
 class TransposeSite:
     """A transpose fed by a dot; ``kind`` says what stands between: ``foldable`` (nothing),
     ``barrier`` (a ``Sharding`` call), ``all-reduce`` or ``other``. Shapes are without layouts.
-    ``output``: the result element (index, or name from :func:`snippets.barrier.find_barriers`)
+    ``output``: the result element (index, or name from :func:`snippets.measure.barrier.find_barriers`)
     its value reaches; ``trips``: how many times it runs per step (:func:`runs`; None: unknown)."""
 
     transpose: str
@@ -586,7 +569,7 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
     """Every transpose fed, through pass-through ops only, by a dot, in ``_site_order``;
     ``dims`` keeps those of that size set. XLA folds ``transpose(dot(a, b))`` into ``dot(b, a)``
     only if nothing stands between. The one definition of a site, whichever reader made
-    ``program`` (:func:`read_hlo`, or :func:`snippets.stablehlo.read_stablehlo`)."""
+    ``program`` (:func:`read_hlo`, or :func:`snippets.measure.stablehlo.read_stablehlo`)."""
     by_name = program.by_name
     count = runs(program)
     sites = []
@@ -794,7 +777,3 @@ def pass_order(dump_files: dict[str, str]) -> dict:
         "module_before_first_algsimp": before,
         "module_after_first_algsimp": first(SIMPLIFIER_PASSES, slice(2, 3))[2],
     }
-
-
-if __name__ == "__main__":
-    run_module()

@@ -7,8 +7,6 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from snippets.cli import run_module
-
 
 def markdown_table(rows: Sequence[Mapping], headers: Mapping[str, str] | None = None) -> str:
     """A Markdown table of ``rows``; ``headers`` maps keys to column titles (default: all keys).
@@ -54,7 +52,3 @@ def print_report(report: Mapping[str, object], as_json: bool = False, indent: st
         else:
             text = json.dumps(value) if isinstance(value, list) else _text(value)
             print(f"{indent}{key}: {text}")
-
-
-if __name__ == "__main__":
-    run_module()

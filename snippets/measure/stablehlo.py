@@ -1,10 +1,10 @@
-"""A lowered program's StableHLO module read as :mod:`snippets.hlo`'s records, on demand.
+"""A lowered program's StableHLO module read as :mod:`snippets.measure.hlo`'s records, on demand.
 
 ``lowered.compiler_ir()`` is already built; printing it as HLO text costs seconds on a large
 model. :func:`read_stablehlo` instead walks the module with the MLIR Python bindings and makes
-the :class:`~snippets.hlo.Instruction` records XLA's conversion to HLO would print, only for the
+the :class:`~snippets.measure.hlo.Instruction` records XLA's conversion to HLO would print, only for the
 operations the site finder reaches (a few thousand of a llama2-7b step's tens of thousands):
-the same finder then reads them. No command line; :func:`snippets.barrier.find_barriers` uses it.
+the same finder then reads them. No command line; :func:`snippets.measure.barrier.find_barriers` uses it.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from typing import Any
 
 from jaxlib.mlir import ir
 
-from snippets.cli import run_module
-from snippets.hlo import Instruction, Program, Value, elements
+from snippets.measure.hlo import Instruction, Program, Value, elements
 
 _OPCODES = {
     "stablehlo.dot_general": "dot",
@@ -65,7 +64,7 @@ class _OnDemand(Mapping):
 
 
 class StableHLOProgram(Program):
-    """A StableHLO module as the :class:`~snippets.hlo.Program` the site finder reads, laid out as
+    """A StableHLO module as the :class:`~snippets.measure.hlo.Program` the site finder reads, laid out as
     XLA's conversion to HLO lays it out: several results are a tuple and one element each, a
     loop's state one tuple, a region a computation. Records are made when first asked for, and
     hold only the attributes the readers use; ``computations`` stays empty."""
@@ -323,10 +322,6 @@ _LOC_FILE = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):\d+')
 
 def read_stablehlo(module: Any) -> StableHLOProgram:
     """A StableHLO module (``lowered.compiler_ir()``) as a program for
-    :func:`snippets.hlo.find_sites`, without printing or parsing text: its
+    :func:`snippets.measure.hlo.find_sites`, without printing or parsing text: its
     ``sdy.sharding_constraint`` is the HLO's ``Sharding`` call. Entry: the function ``main``."""
     return StableHLOProgram(module)
-
-
-if __name__ == "__main__":
-    run_module()

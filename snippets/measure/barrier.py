@@ -1,0 +1,264 @@
+"""The HLO barrier, measured: every (shard mode x head variant) lowered and read.
+
+``python -m snippets.barrier [--json] [--optimizer none|adam] [step options]``; CPU only (the
+causal control). :func:`barrier_report` lists what it prints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import sys
+from collections.abc import Sequence
+
+import jax
+
+from snippets.devices import describe_devices, setup_devices
+from snippets.lowering import (
+    OPTIMIZERS,
+    LoweredStep,
+    StepConfig,
+    add_step_arguments,
+    build_step,
+    every_mode_and_variant,
+    lower_step,
+    step_config,
+)
+from snippets.measure import barrier_check, hlo
+from snippets.measure.causal_control import causal_control
+from snippets.measure.head_traffic import head_traffic
+from snippets.measure.stablehlo import read_stablehlo
+from snippets.support.cli import Parser, reported
+from snippets.support.tables import print_report
+
+
+def run_report(lowered: LoweredStep) -> dict:
+    """What one lowered step shows: barrier, fold sites, leftovers and collectives."""
+    config = lowered.config
+    sites = [site.kind for site in hlo.transpose_of_dot_sites(lowered.hlo, config.kernel_dims)]
+    left = hlo.relayouts(lowered.compiled, config.kernel_dims)
+    return {
+        "mode": config.mode,
+        "variant": config.variant,
+        "sharding_calls": hlo.sharding_call_count(lowered.hlo),
+        "barrier_sites": sites.count("barrier"),
+        "foldable_sites": sites.count("foldable"),
+        "compiled_transposes": [r.shape for r in left if r.opcode == "transpose"],
+        "relayout_copies": [r.shape for r in left if r.opcode == "copy"],
+        "collectives": [
+            dataclasses.asdict(c) | {"bytes_per_step": c.bytes_per_step}
+            for c in hlo.collectives(lowered.compiled)
+        ],
+        "optimizer": config.optimizer,
+        **gradient_relayouts(lowered),
+    }
+
+
+def gradient_relayouts(lowered: LoweredStep) -> dict:
+    """The compiled step's relayouts of the head kernel's gradient, from the weight-gradient dot to
+    the kernel's outputs (gradient, or new value and moments); a fusion counts once."""
+    emb, vocab = lowered.config.kernel_dims
+    sizes = {emb * vocab // n for n in range(1, lowered.config.devices + 1)}
+    found = hlo.kernel_relayouts(lowered.compiled, lowered.kernel_outputs, sizes)
+    return {
+        "gradient_relayouts": len(found),
+        "gradient_relayout_ops": [
+            f"{inst.opcode} {inst.shape} ({'+'.join(sorted({op.opcode for op in ops}))})"
+            for inst, ops in found.items()
+        ],
+    }
+
+
+def _line_diff(before: str, after: str) -> list[str]:
+    """The ``-``/``+`` lines of a unified diff of two texts, without headers."""
+    diff = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+    return [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+
+
+def pin_diff(config: StepConfig) -> dict:
+    """Lower with and without the logits out_sharding pin and diff the HLO before optimisation."""
+    pinned, unpinned = (lower_step(config.replace(pin_logits=pin)).hlo for pin in (True, False))
+    calls = hlo.sharding_call_count(pinned), hlo.sharding_call_count(unpinned)
+    return {
+        "lines": _line_diff(pinned, unpinned),
+        "sharding_calls_pinned": calls[0],
+        "sharding_calls_unpinned": calls[1],
+        "sharding_calls_from_pin": calls[0] - calls[1],
+    }
+
+
+def lowered_for(config: StepConfig, platforms: Sequence[str] = ("tpu", "cuda")) -> dict:
+    """The HLO before optimisation each platform's XLA receives for ``config``'s step, against the
+    CPU's: ``trace(*args).lower(lowering_platforms=...)`` needs no such hardware."""
+    step = build_step(config)
+    with jax.set_mesh(step.mesh):
+        traced = step.function.trace(*step.args)
+        texts = {
+            platform: traced.lower(lowering_platforms=(platform,)).compiler_ir("hlo").as_hlo_text()
+            for platform in ("cpu", *platforms)
+        }
+    return {
+        platform: {
+            "identical_to_cpu": texts[platform] == texts["cpu"],
+            "sharding_calls": hlo.sharding_call_count(texts[platform]),
+            "diff": _line_diff(texts["cpu"], texts[platform]),
+        }
+        for platform in platforms
+    }
+
+
+def single_device_control(config: StepConfig) -> dict:
+    """The same step on one device: does the compiled weight-gradient dot write [emb, vocab] directly?"""
+    lowered = lower_step(config.replace(devices=1, mesh="dp"))
+    dots = hlo.kernel_order_dots(lowered.compiled, config.kernel_dims)
+    left = hlo.relayouts(lowered.compiled, config.kernel_dims)
+    sites = hlo.transpose_of_dot_sites(lowered.hlo, config.kernel_dims)
+    return {
+        "mode": config.mode,
+        "folded": bool(dots) and not left,
+        "kernel_order_dots": [dot.shape for dot in dots],
+        "relayouts": [r.shape for r in left],
+        "sites_before_optimisation": [site.kind for site in sites],
+    }
+
+
+def pass_window(config: StepConfig) -> dict:
+    """This backend's pass order, and the weight-gradient sites in the module the first algsimp sees."""
+    order = hlo.pass_order(lower_step(config, dump_passes=True).dumps)
+    sites = hlo.transpose_of_dot_sites(order["module_before_first_algsimp"], config.kernel_dims)
+    return {
+        **{key: value for key, value in order.items() if not key.startswith("module")},
+        "sites_at_first_algsimp": [{"between": list(s.between), "kind": s.kind} for s in sites],
+    }
+
+
+def barrier_report(base: StepConfig) -> dict:
+    """Every (mode x variant) on ``base``'s mesh, the pin check, the single-device control, the pass
+    order, the explicit EV step lowered for TPU and GPU (:func:`lowered_for`) and, on a mesh with
+    an fsdp axis, the head's collectives (:func:`~snippets.measure.head_traffic.head_traffic`)."""
+    runs = [run_report(lower_step(config)) for config in every_mode_and_variant(base)]
+    if base.optimizer != "none":
+        plain = relayout_summary({"without": base.replace(optimizer="none")})[1]
+        for run, row in zip(runs, plain, strict=True):
+            run["gradient_relayouts_without_optimizer"] = row["without"]
+            run["relayouts_added_by_optimizer"] = run["gradient_relayouts"] - row["without"]
+    explicit_ev = base.replace(mode="explicit", variant="EV", optimizer="none")
+    pin = pin_diff(explicit_ev)
+    single = single_device_control(explicit_ev)
+    return {
+        **{k: v for k, v in describe_devices().items() if k in ("backend", "device_kind")},
+        "devices": base.devices,
+        "mesh": base.mesh,
+        "sizes": {"emb": base.emb, "vocab": base.vocab, "batch": base.batch, "seq": base.seq},
+        "pass_order": pass_window(explicit_ev),
+        "runs": runs,
+        "pin_diff_lines": len(pin["lines"]),
+        "pin": pin,
+        "single_device_folded": single["folded"],
+        "single_device": single,
+        "lowered_for": lowered_for(explicit_ev),
+    } | ({"head_traffic": head_traffic(base)} if "fsdp" in base.axes else {})
+
+
+def relayout_summary(settings: dict[str, StepConfig]) -> tuple[list[dict], list[dict]]:
+    """The weight gradient's relayouts for every (mode x variant) under each named setting: a row
+    per group of runs whose counts agree in every setting, and every run with its ops (``n/a``
+    where a setting's mesh does not allow the variant)."""
+    columns = [column for name in settings for column in (name, f"{name}: ops")]
+    details: dict[str, dict] = {}
+    for name, base in settings.items():
+        for config in every_mode_and_variant(base):
+            row = details.setdefault(
+                f"{config.mode}/{config.variant}", dict.fromkeys(columns, "n/a")
+            )
+            found = gradient_relayouts(lower_step(config))
+            row[name] = found["gradient_relayouts"]
+            row[f"{name}: ops"] = "; ".join(found["gradient_relayout_ops"]) or "none"
+    groups: dict[tuple, list[str]] = {}
+    for run, row in details.items():
+        groups.setdefault(tuple(row[name] for name in settings), []).append(run)
+    summary = [
+        {"runs": ", ".join(runs), **dict(zip(settings, counts, strict=True))}
+        for counts, runs in groups.items()
+    ]
+    return summary, [{"run": run, **row} for run, row in details.items()]
+
+
+def short_path(location: str, files: dict[str, str] | None = None) -> str:
+    """``location`` (``file:line``) as its module's path (``pkg/mod.py:12``), else its file name;
+    ``files``: :func:`module_files`, read once for many locations."""
+    path, _, line = location.rpartition(":")
+    name = (module_files() if files is None else files).get(path)
+    if name is not None:
+        tail = "/__init__.py" if path.endswith("__init__.py") else ".py"
+        return f"{name.replace('.', '/')}{tail}:{line}"
+    return f"{os.path.basename(path)}:{line}"
+
+
+def module_files() -> dict[str, str]:
+    """Each imported module's file and name (the first name, where a file has two)."""
+    files: dict[str, str] = {}
+    for name, module in list(sys.modules.items()):
+        if name != "__main__" and isinstance(path := getattr(module, "__file__", None), str):
+            files.setdefault(path, name)
+    return files
+
+
+def output_name(path: tuple) -> str:
+    """An output's pytree path as a reader names the parameter: ``head.kernel`` for
+    ``[1]['head']['kernel'].value`` (the result tuple's index and a variable's ``.value`` go);
+    ``result``, or ``result[0]``, for an output without names."""
+    keys = list(path)
+    if keys and isinstance(keys[-1], jax.tree_util.GetAttrKey) and keys[-1].name == "value":
+        keys.pop()
+    if all(isinstance(key, jax.tree_util.SequenceKey) for key in keys):
+        return "result" + jax.tree_util.keystr(tuple(keys))
+    if isinstance(keys[0], jax.tree_util.SequenceKey):
+        keys.pop(0)
+    return ".".join(
+        str(getattr(key, "key", getattr(key, "name", getattr(key, "idx", key)))) for key in keys
+    )
+
+
+def find_barriers(lowered: jax.stages.Lowered) -> list[hlo.TransposeSite]:
+    """Every transpose-of-dot site in any ``jax.jit(...).lower(...)``, with what stands between.
+
+    Read from the StableHLO module the lowering holds (:mod:`snippets.measure.stablehlo`, no HLO text
+    printed) by the site finder that reads HLO text files (:mod:`snippets.measure.barrier_check`).
+    A ``Sharding`` call between is a fold explicit mode blocks. ``output`` names the parameter
+    the site's value reaches (:func:`output_name`); ``source`` is relative to its package.
+    """
+    program = read_stablehlo(lowered.compiler_ir())
+    leaves = jax.tree_util.tree_flatten_with_path(lowered.out_info)[0]
+    names = [output_name(path) for path, _ in leaves]
+    files = module_files()
+    return [
+        dataclasses.replace(
+            site,
+            output=None if site.output is None else names[site.output],
+            source=site.source and short_path(site.source, files),
+        )
+        for site in hlo.find_sites(program)
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print the barrier report."""
+    parser = Parser(__doc__)
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_step_arguments(parser)
+    parser.add_argument(
+        "--optimizer", choices=OPTIMIZERS, default="none", help="add AdamW; count its relayouts"
+    )
+    parser.add_argument("--hlo", nargs="+", metavar="FILE", help="check HLO text files instead")
+    args = parser.parse_args(argv)
+    if args.hlo:  # the same check as find-barriers FILE ... (snippets.measure.barrier_check)
+        barrier_check.run(args.hlo, args.json, args.debug)
+        return
+    with reported(args.debug):
+        base = step_config(args, steps=2, optimizer=args.optimizer)
+        setup_devices(base.devices)
+        report = barrier_report(base)
+        report["causal_control"] = causal_control(base.replace(optimizer="none"))
+    print_report(report, args.json)

@@ -1,0 +1,522 @@
+"""MaxText's own decoder on a simulated CPU mesh: its ``Sharding`` calls and transpose-of-dot sites.
+
+The model is MaxText's (the ``maxtext`` package, llama2-style decoder), built from
+its ``base.yml`` with a few overrides that make it small; the step is the gradient
+of a loss on its logits. Everything is read from the lowered and compiled programs
+with :func:`snippets.measure.barrier.find_barriers` and :mod:`snippets.measure.hlo`.
+
+``python -m snippets.maxtext_decoder [--json] [--emb E] [--vocab V] [--layers L] [--scan]
+[--mesh dp|dp_fsdp] [--causal] [--compiled]`` prints, per shard mode, the ``Sharding``
+calls and every transpose-of-dot site; ``--causal`` adds the one-device causal control
+(did the first ``algsimp`` fold each site?), ``--compiled`` the relayouts each
+parameter's gradient passes through in the compiled module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import math
+import os
+import re
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import model_validator
+
+from snippets.devices import MESH_DEVICES, SHARD_MODES, pick_devices, setup_devices
+from snippets.lowering import MESH_LAYOUTS, mesh_shape
+from snippets.measure.barrier import find_barriers
+from snippets.measure.causal_control import (
+    XlaChangedError,
+    check_ending,
+    compile_with_dumps,
+    one_dump,
+)
+from snippets.measure.hlo import (
+    Instruction,
+    TransposeSite,
+    array_shapes,
+    instructions,
+    kernel_relayouts,
+    layout,
+    pass_order,
+    shape_bytes,
+    sharding_call_count,
+    transpose_of_dot_sites,
+    value_source,
+)
+from snippets.support.cli import Parser, SetupError, positive_int, reported
+from snippets.support.config import Config, PositiveInt
+
+MAXTEXT_RELEASE = "0.2.5"
+"""The MaxText release this module and its guide were made with (``uv.lock`` pins it)."""
+
+
+def ici_parallelism(mesh: str, devices: int) -> dict[str, int]:
+    """MaxText's ``ici_data_parallelism`` and ``ici_fsdp_parallelism`` for a step mesh layout
+    (one device: both 1).
+
+    >>> ici_parallelism("dp_fsdp", 4), ici_parallelism("fsdp", 4), ici_parallelism("dp_fsdp", 1)
+    ({'data': 2, 'fsdp': 2}, {'data': 1, 'fsdp': 4}, {'data': 1, 'fsdp': 1})
+    """
+    if devices == 1:
+        return {"data": 1, "fsdp": 1}
+    return {"data": 1, "fsdp": 1} | dict(
+        zip(MESH_LAYOUTS[mesh], mesh_shape(mesh, devices), strict=True)
+    )
+
+
+class DecoderConfig(Config):
+    """The decoder's sizes and mesh; the MLP is twice as wide as the embedding."""
+
+    emb: PositiveInt = 128
+    vocab: PositiveInt = 512
+    layers: PositiveInt = 1
+    scan: bool = False
+    mesh: Literal[*MESH_LAYOUTS] = "dp"
+
+    @model_validator(mode="after")
+    def _emb_divides_over_fsdp(self) -> DecoderConfig:
+        fsdp = ici_parallelism(self.mesh, MESH_DEVICES)["fsdp"]
+        if self.emb % fsdp:
+            raise ValueError(f"emb {self.emb} does not divide over the mesh's fsdp axis of {fsdp}.")
+        return self
+
+    def overrides(self, mode: str, devices: int = MESH_DEVICES) -> list[str]:
+        """MaxText's command-line overrides of ``base.yml`` for this config, in ``mode``."""
+        mesh = ici_parallelism(self.mesh, devices)
+        return [
+            f"hardware=cpu shard_mode={mode}",
+            f"base_emb_dim={self.emb} base_num_decoder_layers={self.layers} base_mlp_dim={2 * self.emb}",
+            f"base_num_query_heads=2 base_num_kv_heads=2 head_dim=64 vocab_size={self.vocab}",
+            "per_device_batch_size=1 max_target_length=32",
+            f"ici_data_parallelism={mesh['data']} ici_fsdp_parallelism={mesh['fsdp']}",
+            "enable_checkpointing=false dataset_type=synthetic attention=dot_product",
+            f"scan_layers={str(self.scan).lower()} dtype=float32 weight_dtype=float32",
+            "skip_jax_distributed_system=true enable_goodput_recording=false monitor_goodput=false",
+            "run_name=maxtext_decoder",
+        ]
+
+
+def import_maxtext() -> Any:
+    """The ``maxtext`` package, or a SetupError that names the package missing for it to import.
+
+    Its import pulls in ``transformers``, whose logger warns that PyTorch is absent
+    (only its errors are shown), and ``tqdm.auto``, which warns inside Jupyter
+    without ``ipywidgets`` (that one warning is ignored). It also turns Flax's
+    ``flax_always_shard_variable`` off for the whole process; that is put back, and
+    :func:`lower_decoder` turns it off only while it builds MaxText's model.
+    """
+    from flax import config as flax_config
+
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    shard_variables = flax_config.flax_always_shard_variable
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="IProgress not found")
+            for module in ("configs.pyconfig", "utils.maxtext_utils", "utils.model_creation_utils"):
+                importlib.import_module(f"maxtext.{module}")
+    except ImportError as error:
+        raise SetupError(
+            f"MaxText {MAXTEXT_RELEASE} cannot be imported: {error} (the package {error.name!r} "
+            "is missing; `uv sync --group docs` installs what uv.lock pins)"
+        ) from error
+    finally:
+        flax_config.update("flax_always_shard_variable", shard_variables)
+    return importlib.import_module("maxtext")
+
+
+def maxtext_config(config: DecoderConfig, mode: str, devices: int = MESH_DEVICES) -> Any:
+    """MaxText's config object: ``base.yml`` with :meth:`DecoderConfig.overrides`.
+
+    Two settings go in as keywords: a ``base_output_directory`` (MaxText warns without
+    one; nothing is written there) and no ``jax_cache_dir`` (MaxText's default turns on
+    JAX's persistent compilation cache, which would skip the compiles read here). The
+    process's ``XLA_FLAGS`` are left as they were.
+    """
+    maxtext = import_maxtext()
+    base = Path(maxtext.__file__).parent / "configs" / "base.yml"
+    argv = ["maxtext_decoder", str(base), *" ".join(config.overrides(mode, devices)).split()]
+    flags = os.environ.get("XLA_FLAGS")
+    try:
+        return maxtext.configs.pyconfig.initialize(
+            argv, base_output_directory="maxtext_output", jax_cache_dir=""
+        )
+    finally:  # MaxText sets XLA_FLAGS to dump every module where it was unset; put it back
+        os.environ.pop("XLA_FLAGS", None)
+        os.environ.update({} if flags is None else {"XLA_FLAGS": flags})
+
+
+@dataclasses.dataclass
+class Decoder:
+    """One shard mode's lowered step, the names of its outputs (the parameters), and its devices."""
+
+    mode: str
+    lowered: Any
+    parameters: list[str]
+    devices: int
+
+
+def lower_decoder(config: DecoderConfig, mode: str, devices: int = MESH_DEVICES) -> Decoder:
+    """MaxText's model on ``devices`` devices and ``jax.jit`` of its gradient step, lowered.
+
+    As MaxText's trainer does, the model is made under the mesh and MaxText's
+    logical axis rules, and the tokens are sharded as its input pipeline shards
+    them. The model is abstract (shapes and shardings, no values:
+    ``create_nnx_abstract_model``, as MaxText's ahead-of-time compile does):
+    lowering needs nothing more.
+    """
+    if mode not in SHARD_MODES:
+        raise ValueError(f"Unknown shard mode {mode!r}; expected one of {tuple(SHARD_MODES)}.")
+    maxtext = import_maxtext()
+    import jax
+    import jax.numpy as jnp
+    from flax import config as flax_config
+    from flax import nnx
+    from flax.core.spmd import logical_axis_rules
+
+    cfg = maxtext_config(config, mode, devices)
+    mesh = maxtext.utils.maxtext_utils.get_mesh_from_config(cfg, pick_devices(devices))
+    unsharded = flax_config.temp_flip_flag("always_shard_variable", False)  # as MaxText wants
+    with unsharded, jax.set_mesh(mesh), logical_axis_rules(cfg.logical_axis_rules):
+        _, model = maxtext.utils.model_creation_utils.create_nnx_abstract_model(cfg, mesh)
+        graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+        data = maxtext.utils.sharding.get_input_data_sharding(cfg, mesh)
+        tokens = jax.ShapeDtypeStruct(
+            (cfg.global_batch_size_to_train_on, cfg.max_target_length), jnp.int32, sharding=data
+        )
+
+        def loss(model, tokens, positions):
+            logits = model(tokens, positions, enable_dropout=False)
+            return jnp.mean(jax.nn.logsumexp(logits, axis=-1))
+
+        def step(params, rest, tokens, positions):
+            return nnx.grad(loss)(nnx.merge(graphdef, params, rest), tokens, positions)
+
+        lowered = jax.jit(step).lower(params, rest, tokens, tokens)  # positions: same type
+    leaves = jax.tree_util.tree_flatten_with_path(lowered.out_info)[0]
+    names = [parameter_name(jax.tree_util.keystr(path)) for path, _ in leaves]
+    return Decoder(mode, lowered, names, devices)
+
+
+def parameter_name(path: str) -> str:
+    """A gradient's pytree path as a parameter name.
+
+    >>> parameter_name("['decoder']['logits_dense']['kernel'].value")
+    'decoder/logits_dense/kernel'
+    """
+    return "/".join(re.findall(r"\['([^']+)'\]", path)) or path
+
+
+def site_row(site: TransposeSite) -> dict:
+    """One site as plain data: shapes, what stands between, its parameter, op name, source, bytes."""
+    return {
+        "shapes": [site.dot_shape.split("{")[0], site.shape.split("{")[0]],
+        "between": list(site.between),
+        "parameter": site.output.replace(".", "/") if site.output else None,
+        "op_name": site.op_name,
+        "source": site.source,
+        "bytes": shape_bytes(site.shape),
+    }
+
+
+def mode_report(decoder: Decoder) -> dict:
+    """The ``Sharding`` calls, program size and every transpose-of-dot site of one mode."""
+    hlo = decoder.lowered.as_text(dialect="hlo")
+    calls = sharding_call_count(hlo)
+    return {
+        "sharding_calls": calls,
+        "other_instructions": len(instructions(hlo)) - calls,
+        "sites": [site_row(site) for site in find_barriers(decoder.lowered)],
+    }
+
+
+def what_it_is(site: dict) -> str:
+    """A short label: the parameter (layer index as ``*``), else the einsum that made the dot.
+
+    >>> what_it_is({"parameter": "decoder/layers_0/mlp/wi_0/kernel", "op_name": None})
+    'mlp/wi_0'
+    >>> what_it_is({"parameter": None, "op_name": "jit(step)/jvp(...k,k->...k)/dot_general"})
+    'activation, ...k,k->...k'
+    """
+    if site["parameter"]:
+        parts = [p for p in site["parameter"].split("/") if p not in ("decoder", "kernel")]
+        return "/".join(p for p in parts if not re.fullmatch(r"layers(_\d+)?", p))
+    einsum = re.search(r"([\w.]+,[\w.]+->[\w.]+)", site["op_name"] or "")
+    where = einsum[1] if einsum else Path(site.get("source") or "?").name
+    return f"activation, {where}"
+
+
+def grouped(sites: list[dict], *keys: str) -> list[dict]:
+    """Sites with the same label, shapes and ``keys`` merged into one row with a count."""
+    rows: dict[tuple, dict] = {}
+    for site in sites:
+        key = (what_it_is(site), *site["shapes"], *(str(site.get(k)) for k in keys))
+        row = rows.setdefault(key, {"site": key[0], "dot": key[1], "transpose": key[2]})
+        row |= {k: site.get(k) for k in keys}
+        row["count"] = row.get("count", 0) + 1
+    return list(rows.values())
+
+
+# The causal control ---------------------------------------------------------------------
+
+
+def fate(before: str, after: str) -> dict[str, dict]:
+    """What the first ``algsimp`` did to each transpose-of-dot site of ``before``, by transpose name.
+
+    ``folded``: the transpose is gone and what read it now reads a dot of the
+    transposed shape (``dot(b, a)`` in place of ``transpose(dot(a, b))``). Any other
+    ending is not a fold and says what happened: the transpose kept, with what still
+    stands between, or kept with its dot rewritten into another op (a dot without a
+    contracting dimension becomes a multiply), or replaced by something else.
+    """
+    old = {inst.name: inst for inst in instructions(before)}
+    new = {inst.name: inst for inst in instructions(after)}
+    first_user: dict[str, tuple[str, int]] = {}
+    for inst in old.values():
+        for index, operand in enumerate(inst.operands):
+            first_user.setdefault(operand, (inst.name, index))
+    kept = {site.transpose: site for site in transpose_of_dot_sites(after)}
+    rows = {}
+    for site in transpose_of_dot_sites(before):
+        dims = array_shapes(site.shape)[0][1]
+        if site.transpose in kept:
+            chain = ["dot", *reversed(kept[site.transpose].between), "transpose"]
+            rows[site.transpose] = {"folded": False, "after_algsimp": "kept: " + " -> ".join(chain)}
+            continue
+        if site.transpose in new:
+            _, origin = value_source(new[site.transpose], new)
+            what = f"kept; its dot became a {origin.opcode if origin else '?'}"
+            rows[site.transpose] = {"folded": False, "after_algsimp": what}
+            continue
+        name, replacement = site.transpose, None
+        while name in first_user and replacement is None:  # the first user algsimp kept
+            user, index = first_user[name]
+            if user in new:
+                replacement = new.get(new[user].operands[index])
+            name = user
+        folded = (
+            replacement is not None
+            and replacement.opcode == "dot"
+            and (array_shapes(replacement.shape)[0][1] == dims)
+        )
+        what = (
+            "folded: the dot writes the transposed shape"
+            if folded
+            else (f"replaced by a {replacement.opcode}" if replacement else "removed")
+        )
+        rows[site.transpose] = {"folded": folded, "after_algsimp": what}
+    return rows
+
+
+def fold_control(config: DecoderConfig, mode: str) -> list[dict]:
+    """The one-device step compiled with ``sharding-remover`` disabled: each site's fate in the first algsimp.
+
+    With one device there is no partitioner, and with the remover disabled the
+    simplifier meets explicit mode's ``Sharding`` calls, as on TPU and GPU
+    (:mod:`snippets.measure.causal_control`). Code generation then fails on the calls, as
+    expected, after the per-pass dumps are written. Returns the lowered step's sites,
+    in order, each with ``folded`` and ``after_algsimp``.
+    """
+    lowered = lower_decoder(config, mode, devices=1).lowered
+    dumps, error = compile_with_dumps(lowered)
+    check_ending(mode, sharding_call_count(lowered.as_text(dialect="hlo")), error)
+    order = pass_order(dumps)
+    before, after = order["module_before_first_algsimp"], order["module_after_first_algsimp"]
+    if not before or not after:
+        raise XlaChangedError("no per-pass dump around the first algsimp: XLA's pipeline changed")
+    fates = fate(before, after)
+    unknown = {"folded": None, "after_algsimp": "changed by a pass before the first algsimp"}
+    return [
+        {
+            "shapes": [site.dot_shape.split("{")[0], site.shape.split("{")[0]],
+            "op_name": site.op_name,
+        }
+        | fates.get(site.transpose, unknown)
+        for site in transpose_of_dot_sites(one_dump(dumps, "before_optimizations.txt"))
+    ]
+
+
+def with_folds(sites: list[dict], control: list[dict]) -> list[dict]:
+    """``sites`` with the control's ``folded`` and ``after_algsimp``, matched by shapes and op name in order.
+
+    The one-device step has the same sites as the mesh's, in the same order.
+    """
+    pending: dict[tuple, list[dict]] = {}
+    for row in control:
+        pending.setdefault((*row["shapes"], row["op_name"]), []).append(row)
+    missing = {"folded": None, "after_algsimp": "no such site in the one-device step"}
+    matched = []
+    for site in sites:
+        rows = pending.get((*site["shapes"], site["op_name"]), [])
+        row = rows.pop(0) if rows else missing
+        matched.append({**site, "folded": row["folded"], "after_algsimp": row["after_algsimp"]})
+    return matched
+
+
+def short_fate(after_algsimp: str) -> str:
+    """A few words for a site's fate in the control.
+
+    >>> short_fate("kept: dot -> reshape -> Sharding -> transpose")
+    'kept: reshape, Sharding between'
+    >>> short_fate("folded: the dot writes the transposed shape")
+    'folded'
+    """
+    if after_algsimp.startswith("kept: "):
+        between = after_algsimp.removeprefix("kept: ").split(" -> ")[1:-1]
+        return f"kept: {', '.join(between)} between" if between else "kept, nothing between"
+    if after_algsimp.startswith("kept; its dot became a "):
+        return "dot became a " + after_algsimp.rsplit(" ", 1)[1]
+    return after_algsimp.split(":")[0]
+
+
+def fold_rows(explicit: list[dict], auto: list[dict]) -> list[dict]:
+    """One row per kind of site: what the first algsimp did to it in each mode (same sites, same order)."""
+    merged = [
+        {**e, "explicit": short_fate(e["after_algsimp"]), "auto": short_fate(a["after_algsimp"])}
+        for e, a in zip(explicit, auto, strict=True)
+    ]
+    return grouped(merged, "explicit", "auto")
+
+
+# The compiled module ----------------------------------------------------------------------
+
+
+def _memory_order(shape: str) -> list[int] | None:
+    """An array's dimensions from major to minor in memory, size-1 dimensions left out."""
+    order, ((_, sizes),) = layout(shape), array_shapes(shape)
+    return None if order is None else [d for d in reversed(order) if sizes[d] != 1]
+
+
+def moves_data(inst: Instruction, operand: Instruction) -> bool:
+    """Whether a transpose or copy moves bytes, or only relabels dimensions (a bitcast in effect).
+
+    >>> a = Instruction("a", "f32[4,8]{1,0}", "parameter", ("0",), "")
+    >>> moves_data(Instruction("t", "f32[8,4]{0,1}", "transpose", ("a",), ", dimensions={1,0}"), a)
+    False
+    >>> moves_data(Instruction("c", "f32[4,8]{0,1}", "copy", ("a",), ""), a)
+    True
+    """
+    result, source = _memory_order(inst.shape), _memory_order(operand.shape)
+    if result is None or source is None:
+        return True
+    if inst.opcode == "transpose":
+        order = re.search(r"dimensions=\{([\d,]*)\}", inst.attributes)[1]
+        permutation = [int(d) for d in order.split(",")]
+        result = [permutation[d] for d in result]
+    return result != source
+
+
+def parameter_relayouts(decoder: Decoder) -> dict[str, list[dict]]:
+    """Per parameter (of two or more dimensions), the relayouts its gradient passes through, compiled.
+
+    Read from the weight-gradient dot (or the layer loop's result) to the step's
+    output with :func:`snippets.measure.hlo.kernel_relayouts`; each transpose or copy, a
+    fusion's included, is marked ``moves_data`` (a real copy) or not (the same
+    bytes relabelled, a bitcast in effect).
+    """
+    compiled = decoder.lowered.compile().as_text()
+    by_name = {inst.name: inst for inst in instructions(compiled)}
+    outputs = array_shapes(re.search(r"->\((.*)\)\}", compiled.splitlines()[0])[1])
+    found = {}
+    for index, (name, (_, dims)) in enumerate(zip(decoder.parameters, outputs, strict=True)):
+        if len(dims) < 2:
+            continue
+        sizes = {math.prod(dims) // n for n in range(1, decoder.devices + 1)}
+        found[name] = [
+            {
+                "op": op.opcode,
+                "shape": op.shape,
+                "moves_data": moves_data(op, by_name[op.operands[0]]),
+            }
+            for ops in kernel_relayouts(compiled, (index,), sizes).values()
+            for op in ops
+        ]
+    return found
+
+
+def relayouts_by_label(relayouts: dict[str, list[dict]]) -> dict[str, str]:
+    """Per parameter (layer index as ``*``): ``"N copy, M relabel"`` of its gradient, compiled.
+
+    >>> relayouts_by_label({"decoder/layers_0/mlp/wo/kernel": [{"moves_data": True}, {"moves_data": False}]})
+    {'mlp/wo': '1 copy, 1 relabel'}
+    """
+    summary: dict[str, list[str]] = {}
+    for name, ops in relayouts.items():
+        moved = sum(op["moves_data"] for op in ops)
+        text = f"{moved} copy, {len(ops) - moved} relabel" if ops else "none"
+        label = summary.setdefault(what_it_is({"parameter": name, "op_name": None}), [])
+        label += [text] if text not in label else []
+    return {label: " or ".join(texts) for label, texts in summary.items()}
+
+
+def llama2_7b_gradient_bytes() -> dict[str, int]:
+    """Bytes of each weight-gradient class at llama2-7b's sizes, from MaxText's own model config.
+
+    Computed from shapes (``configs/models/llama2-7b.yml``, float32 weights as in
+    ``base.yml``), not measured: the head ``[emb, vocab]``, the MLP's three
+    ``[emb, mlp]`` kernels and attention's four ``[emb, heads * head_dim]`` ones per layer.
+    """
+    import omegaconf
+
+    maxtext = import_maxtext()
+    model = omegaconf.OmegaConf.load(
+        Path(maxtext.__file__).parent / "configs" / "models" / "llama2-7b.yml"
+    )
+    emb, layers, f32 = model.base_emb_dim, model.base_num_decoder_layers, 4
+    attention = (2 * model.base_num_query_heads + 2 * model.base_num_kv_heads) * model.head_dim
+    return {
+        "lm_head": emb * model.vocab_size * f32,
+        "mlp": 3 * layers * emb * model.base_mlp_dim * f32,
+        "attention": layers * emb * attention * f32,
+    }
+
+
+def decoder_report(
+    config: DecoderConfig, causal: bool = False, compiled: bool = False
+) -> dict[str, Any]:
+    """Both shard modes: ``Sharding`` calls and sites; with ``causal``, which folds the calls block."""
+    report: dict[str, Any] = {"maxtext": MAXTEXT_RELEASE, "config": config.model_dump()}
+    for mode in SHARD_MODES:
+        decoder = lower_decoder(config, mode)
+        report[mode] = mode_report(decoder)
+        if causal:
+            report[mode]["sites"] = with_folds(report[mode]["sites"], fold_control(config, mode))
+        if compiled:
+            report[mode]["gradient_relayouts"] = parameter_relayouts(decoder)
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print the report for the configuration the flags describe."""
+    parser = Parser(__doc__)
+    defaults = DecoderConfig()
+    parser.add_argument("--emb", type=positive_int, default=defaults.emb)
+    parser.add_argument("--vocab", type=positive_int, default=defaults.vocab)
+    parser.add_argument("--layers", type=positive_int, default=defaults.layers)
+    parser.add_argument("--scan", action="store_true", help="scan the layers (MaxText's default)")
+    parser.add_argument("--mesh", choices=tuple(MESH_LAYOUTS), default=defaults.mesh)
+    parser.add_argument("--causal", action="store_true", help="add the one-device causal control")
+    parser.add_argument("--compiled", action="store_true", help="add each gradient's relayouts")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    args = parser.parse_args(argv)
+    with reported(args.debug):
+        config = DecoderConfig(
+            emb=args.emb, vocab=args.vocab, layers=args.layers, scan=args.scan, mesh=args.mesh
+        )
+        setup_devices(MESH_DEVICES)
+        report = decoder_report(config, causal=args.causal, compiled=args.compiled)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    for mode in SHARD_MODES:
+        run = report[mode]
+        print(f"{mode}: {run['sharding_calls']} Sharding calls, {len(run['sites'])} sites")
+        for site in run["sites"]:
+            folded = f"  folded={site['folded']}" if "folded" in site else ""
+            between = " -> ".join(["dot", *site["between"], "transpose"])
+            print(f"  {' -> '.join(site['shapes'])}  {between}  {site['parameter'] or '-'}{folded}")

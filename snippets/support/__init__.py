@@ -1,0 +1,1 @@
+"""Support: command-line plumbing, the config base, tables, figures, timing, quoted figures."""
