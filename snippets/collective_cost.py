@@ -6,7 +6,6 @@ times reduce-scatter against all-reduce on simulated CPUs.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from functools import partial
 
@@ -19,53 +18,9 @@ from jax.sharding import PartitionSpec as P
 from snippets.devices import make_mesh, setup_devices
 from snippets.ring_model import ring_bytes_per_rank, ring_hops
 from snippets.support.cli import Parser, check_memory, positive_int, reported, run_module
+from snippets.support.sources import TPU_V5P, Interconnect
 from snippets.support.tables import print_report
 from snippets.support.timing import interleaved, milliseconds, ratio_range, verdict
-
-
-@dataclasses.dataclass(frozen=True)
-class Interconnect:
-    """The numbers the model needs, each with the public source it is taken from."""
-
-    name: str
-    link_bytes_per_s: float
-    link_source: str
-    hop_latency_s: float
-    latency_source: str
-    memory_bytes_per_s: float
-    memory_source: str
-
-
-ICI_TABLE = (
-    "The Scaling Book, 'How to Think About TPUs' (https://jax-ml.github.io/scaling-book/tpus/), "
-    "interconnect table: TPU v5p ICI bandwidth per link"
-)
-SCALING_BOOK_SHARDING = "https://jax-ml.github.io/scaling-book/sharding/"
-
-TPU_V5P = Interconnect(
-    name="TPU v5p, one way",
-    link_bytes_per_s=9e10,
-    link_source=f"{ICI_TABLE}, one-way, 9e10 bytes/s",
-    hop_latency_s=1e-6,
-    latency_source="The Scaling Book, 'Sharded Matrices and How to Multiply Them' "
-    f"({SCALING_BOOK_SHARDING}), 'A note on ICI latency': about 1 us per hop",
-    memory_bytes_per_s=2765e9,
-    memory_source="Google Cloud's TPU v5p page (https://cloud.google.com/tpu/docs/v5p-training): "
-    "HBM bandwidth per chip 2765 GBps",
-)
-"""TPU v5p as the one-way ring sees it: each rank sends over one ICI link in one direction."""
-
-TPU_V5P_BOTH_WAYS = dataclasses.replace(
-    TPU_V5P,
-    name="TPU v5p, both directions",
-    link_bytes_per_s=1.8e11,
-    link_source=f"{ICI_TABLE}, bidi, 1.8e11 bytes/s; its collective costs use it for a full ring "
-    f"({SCALING_BOOK_SHARDING})",
-)
-"""The same ring run both ways at once: each direction carries half of what a rank sends."""
-
-BANDWIDTH_CASES = {"one-way": TPU_V5P, "bidirectional": TPU_V5P_BOTH_WAYS}
-"""The two link bandwidths the model is priced with, each with its source."""
 
 
 def predict(kind: str, tensor_bytes: int, ranks: int, link: Interconnect = TPU_V5P) -> dict:

@@ -151,6 +151,7 @@ def test_lowering_has_a_help_and_a_report(capsys):
     [
         (["snippets.devices", "--devices", HUGE], ["simulated CPU devices", "ask for at most"]),
         (["snippets.version_check", "--jsn"], ["unrecognized arguments: --jsn"]),
+        (["snippets.modes", "--check", "nope"], ["argument --check", "invalid choice: 'nope'"]),
     ],
     ids=lambda argv: argv[0] if isinstance(argv, list) and argv[0].startswith("snip") else None,
 )

@@ -10,22 +10,11 @@ import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from snippets.collective_cost import (
-    BANDWIDTH_CASES,
-    TPU_V5P,
-    finish_cost,
-    finish_functions,
-    main,
-    predict,
-    time_finishes,
-)
+from snippets.collective_cost import finish_cost, finish_functions, main, predict, time_finishes
 from snippets.devices import make_mesh
-from snippets.measure.gradient_finish import (
-    DESIGN_DOC_MEASURED,
-    design_doc_comparison,
-    lm_head_gradient_costs,
-)
+from snippets.measure.gradient_finish import design_doc_comparison, lm_head_gradient_costs
 from snippets.ring_model import ring_hops
+from snippets.support.sources import BANDWIDTH_CASES, DESIGN_DOC_MEASURED, TPU_V5P
 from snippets.support.timing import verdict
 
 

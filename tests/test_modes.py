@@ -2,8 +2,6 @@
 
 import json
 import re
-import subprocess
-import sys
 
 import jax
 import pytest
@@ -171,18 +169,3 @@ def test_bad_flags_are_one_error_line(argv, words, capsys):
     assert line.startswith("error: ")
     for word in words:
         assert word in line
-
-
-def test_python_dash_m_gives_one_line_and_no_traceback():
-    result = subprocess.run(
-        [sys.executable, "-m", "snippets.modes", "--check", "nope"],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    assert result.returncode == 2
-    assert result.stdout == ""
-    assert result.stderr.startswith("error: argument --check: invalid choice: 'nope'")
-    assert len(result.stderr.splitlines()) == 1
-    assert "Traceback" not in result.stderr

@@ -11,14 +11,7 @@ from collections.abc import Sequence
 
 from pydantic import validate_call
 
-from snippets.collective_cost import (
-    BANDWIDTH_CASES,
-    FINISHES,
-    TPU_V5P,
-    Interconnect,
-    finish_cost,
-    predict,
-)
+from snippets.collective_cost import FINISHES, finish_cost, predict
 from snippets.lowering import MESH_LAYOUTS, StepConfig, lower_step
 from snippets.measure.hlo import (
     DTYPE_BYTES,
@@ -28,6 +21,13 @@ from snippets.measure.hlo import (
     instructions,
 )
 from snippets.support.config import PositiveInt
+from snippets.support.sources import (
+    BANDWIDTH_CASES,
+    DESIGN_DOC_MEASURED,
+    FUSION_THRESHOLD_BYTES,
+    TPU_V5P,
+    Interconnect,
+)
 
 
 def lm_head_gradient_finish(mesh: str, mode: str = "explicit") -> dict:
@@ -63,11 +63,6 @@ def lm_head_gradient_finish(mesh: str, mode: str = "explicit") -> dict:
         "gradient_shard_slice_shapes": slices,
         "finish": finish,
     }
-
-
-FUSION_THRESHOLD_BYTES = 512
-"""Per the source PR, a TPU fuses all-reduce + dynamic-slice into a reduce-scatter only when the
-per-shard minor-most extent is at least ~512 bytes (one 128-lane x 32-bit vreg row), any dtype."""
 
 
 def fuses(per_shard_bytes: int) -> bool:
@@ -131,11 +126,6 @@ def lm_head_gradient_costs(
             gradient = {"emb": emb, "dtype": dtype, "shards": shards, "gradient_bytes": size}
             rows.append(gradient | {"collective": finish, **cost, "ratio_to_reduce_scatter": ratio})
     return rows
-
-
-DESIGN_DOC_MEASURED = {"reduce-scatter": (91.7e9, 99.3e9), "all-reduce": (130.1e9, 138.8e9)}
-"""Bytes per device per second MaxText's design doc measured on TPU v5p (4 devices), llama2's bf16
-vocab gradient (section 4.2: "91.7-99.3 GB/s versus 130.1-138.8 GB/s for the all-reduce")."""
 
 
 def design_doc_comparison(

@@ -20,6 +20,7 @@ from snippets.lowering import (
 )
 from snippets.measure import hlo
 from snippets.ring_model import ring_bytes_per_rank
+from snippets.support.sources import DESIGN_DOC_MODELS
 
 
 def head_collectives(lowered: LoweredStep) -> dict:
@@ -77,14 +78,6 @@ def head_traffic(base: StepConfig, variants: Sequence[str] = ()) -> dict[str, di
         lowered = lower_built(build_head_step(config))
         traffic.setdefault(config.mode, {})[config.variant] = head_collectives(lowered)
     return traffic
-
-
-DESIGN_DOC_MODELS = {
-    "llama2-7b": {"vocab": 32000, "kernel_gradient": "reduce-scatter"},
-    "qwen3-8b": {"vocab": 151936, "kernel_gradient": "all-reduce"},
-}
-"""The doc's two examples at its benchmark geometry (section 4.10): emb 2048, bf16, 4-way FSDP,
-4 sequences of 1024 tokens; qwen3's kernel gradient is a full all-reduce in both modes."""
 
 
 def design_doc_traffic(emb: int = 2048, batch: int = 4, length: int = 1024, fsdp: int = 4) -> list:

@@ -223,11 +223,15 @@ def shard_map_check_vma(axis_type: AxisType) -> None:
         jax.jit(total)(x).block_until_ready()
 
 
+def _mixed(axis_type: AxisType) -> tuple[Mesh, str]:
+    """A 2 x 2 mesh with an Explicit axis ``x`` and an Auto axis ``y``, and this mode's axis."""
+    mesh = jax.make_mesh((2, 2), ("x", "y"), axis_types=(AxisType.Explicit, AxisType.Auto))
+    return mesh, "x" if axis_type == AxisType.Explicit else "y"
+
+
 def mixed_mesh(axis_type: AxisType) -> str:
     """An array split over this mode's axis of a mixed mesh."""
-    types = (AxisType.Explicit, AxisType.Auto)
-    mesh = jax.make_mesh((2, 2), ("x", "y"), axis_types=types)
-    axis = "x" if axis_type == AxisType.Explicit else "y"
+    mesh, axis = _mixed(axis_type)
     with jax.set_mesh(mesh):
         x = jax.device_put(jnp.ones((8, 8)), P(axis, None))
         return str(jax.typeof(x))
@@ -235,9 +239,7 @@ def mixed_mesh(axis_type: AxisType) -> str:
 
 def mixed_mesh_unreduced(axis_type: AxisType) -> str:
     """Partial sums over this mode's axis of a mixed mesh, finished."""
-    types = (AxisType.Explicit, AxisType.Auto)
-    mesh = jax.make_mesh((2, 2), ("x", "y"), axis_types=types)
-    axis = "x" if axis_type == AxisType.Explicit else "y"
+    mesh, axis = _mixed(axis_type)
     with jax.set_mesh(mesh):
         a = jax.device_put(jnp.ones((2, 8)), P(None, axis))
         b = jax.device_put(jnp.ones((8, 8)), P(axis, None))

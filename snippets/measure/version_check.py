@@ -1,7 +1,8 @@
 """Does the story hold on this JAX? The guides' key facts, measured on the installed release.
 
 ``python -m snippets.version_check [--json]``; ``nox -s matrix`` runs it on several releases
-for the version-matrix page. A check that fails on a release records its error instead.
+for the version-matrix page. A check that fails on a release records its error instead; the
+command exits 1 when the facts contradict the guides' story.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import datetime
 import importlib.metadata
 import platform
+import sys
 import traceback
 from collections.abc import Callable, Sequence
 
@@ -195,16 +197,16 @@ def flat_facts(record: dict) -> dict[str, object]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Print the facts for the installed JAX."""
+    """Print the facts for the installed JAX; exit 1 where they contradict the guides' story."""
     parser = Parser(__doc__)
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
-    from snippets.devices import (
-        MESH_DEVICES,
-        setup_devices,
-    )  # after parsing: no JAX for a usage error
+    from snippets.devices import MESH_DEVICES, setup_devices  # after parsing: no JAX in usage
 
     with reported(args.debug):
         setup_devices(MESH_DEVICES)
     record = run_checks()
     print_report(record if args.json else record["versions"] | flat_facts(record), args.json)
+    if breaks := story_breaks(record):
+        sys.stderr.write(f"the story does not hold on JAX {record['versions']['jax']}: {breaks}\n")
+        raise SystemExit(1)

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.text import Text
 
-from snippets.support.sources import SOURCE_TPU_RESULTS
+from snippets.support.sources import SOURCE_TPU_RESULTS, TPU_PASS_WINDOW
 
 DPI = 150
 """Resolution of the displayed PNG: 1 inch of figure is 150 image pixels."""
@@ -132,13 +132,6 @@ def exchange_figure(report: dict) -> DataFigure:
     }
     return DataFigure(figure, data)
 
-
-TPU_PASS_WINDOW = {
-    "algsimp": "passes 0008-0009",
-    "xla-partitioner /\nshardy-xla": "passes 0012-0016",
-}
-"""The TPU compile's pass positions, quoted: the source PR gives the numbers, MaxText's design
-doc (section 4.5) the partitioner's names. Not measured here; the TPU compiler is not open source."""
 
 GPU_PASS_ORDER = {"algsimp": "in spmd-simplify", "shardy-xla, then\nspmd-partitioning": ""}
 """XLA:GPU's order as ``xla/service/gpu/gpu_spmd_pipeline.cc`` builds it: read from the source."""

@@ -1,29 +1,12 @@
 """Figures quoted from the sources, each with where it comes from; none is measured here.
 
 MaxText's design doc is ``docs/guides/optimization/shard_mode_performance.md`` in the open pull
-request 5091, at the revision :data:`DESIGN_DOC` links (revised to 2026-09-08). Its TPU step
-times are quoted as step-time changes in percent.
+request 5091, at commit ``37ba11cc`` (revised to 2026-09-08), the newest in the search index.
 """
 
 from __future__ import annotations
 
-DESIGN_DOC = (
-    "https://github.com/AI-Hypercomputer/maxtext/blob/37ba11cc7db4ae6b5d58f25a993caa5e9c4e125e/"
-    "docs/guides/optimization/shard_mode_performance.md"
-)
-"""The design doc at the newest revision in the search index (commit ``37ba11cc``)."""
-
-MODES_WITH_THE_FLAGS = [
-    {"model": "llama2-7b", "mesh": "fsdp 4", "explicit_vs_auto_pct": -0.027},
-    {"model": "qwen3-8b", "mesh": "fsdp 4", "explicit_vs_auto_pct": -0.056},
-    {"model": "llama2-7b", "mesh": "dp 4", "explicit_vs_auto_pct": -0.117},
-    {"model": "llama2-7b", "mesh": "tp 4", "explicit_vs_auto_pct": 0.204},
-]
-"""Explicit against auto, both on the shipped defaults (all three flags on): section 5.8, TPU v5p,
-4 chips, 12 layers, 1,024 tokens per sequence; rep spread 0.00-0.14%, so under ~0.15% is a tie."""
-
-LONG_SEQUENCES = {"models": 8, "explicit_faster": 7, "median_pct": -0.435, "tokens": 4096}
-"""Section 5.9: at ``max_target_length=4096`` on 8 TPU7x chips, shipped defaults in both modes."""
+import dataclasses
 
 VOCAB_PARALLEL_GAINS = [
     {"model": "qwen3-8b", "explicit_pct": -10.94, "auto_pct": -10.96},
@@ -42,3 +25,71 @@ SOURCE_TPU_RESULTS = [
 """Step times in microseconds on a TPU v5p-8, 2 repetitions per configuration, quoted from the
 MaxText pull request that added ``lm_head_kernel_transposed``: explicit before (``[E,V]``) and
 after (``[V,E]``) its fix."""
+
+
+TPU_PASS_WINDOW = {
+    "algsimp": "passes 0008-0009",
+    "xla-partitioner /\nshardy-xla": "passes 0012-0016",
+}
+"""The TPU compile's pass positions, quoted: the source PR gives the numbers, MaxText's design
+doc (section 4.5) the partitioner's names. Not measured here; the TPU compiler is not open source."""
+
+FUSION_THRESHOLD_BYTES = 512
+"""Per the source PR, a TPU fuses all-reduce + dynamic-slice into a reduce-scatter only when the
+per-shard minor-most extent is at least ~512 bytes (one 128-lane x 32-bit vreg row), any dtype."""
+
+DESIGN_DOC_MEASURED = {"reduce-scatter": (91.7e9, 99.3e9), "all-reduce": (130.1e9, 138.8e9)}
+"""Bytes per device per second MaxText's design doc measured on TPU v5p (4 devices), llama2's bf16
+vocab gradient (section 4.2: "91.7-99.3 GB/s versus 130.1-138.8 GB/s for the all-reduce")."""
+
+DESIGN_DOC_MODELS = {
+    "llama2-7b": {"vocab": 32000, "kernel_gradient": "reduce-scatter"},
+    "qwen3-8b": {"vocab": 151936, "kernel_gradient": "all-reduce"},
+}
+"""The doc's two examples at its benchmark geometry (section 4.10): emb 2048, bf16, 4-way FSDP,
+4 sequences of 1024 tokens; qwen3's kernel gradient is a full all-reduce in both modes."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Interconnect:
+    """The numbers the model needs, each with the public source it is taken from."""
+
+    name: str
+    link_bytes_per_s: float
+    link_source: str
+    hop_latency_s: float
+    latency_source: str
+    memory_bytes_per_s: float
+    memory_source: str
+
+
+ICI_TABLE = (
+    "The Scaling Book, 'How to Think About TPUs' (https://jax-ml.github.io/scaling-book/tpus/), "
+    "interconnect table: TPU v5p ICI bandwidth per link"
+)
+SCALING_BOOK_SHARDING = "https://jax-ml.github.io/scaling-book/sharding/"
+
+TPU_V5P = Interconnect(
+    name="TPU v5p, one way",
+    link_bytes_per_s=9e10,
+    link_source=f"{ICI_TABLE}, one-way, 9e10 bytes/s",
+    hop_latency_s=1e-6,
+    latency_source="The Scaling Book, 'Sharded Matrices and How to Multiply Them' "
+    f"({SCALING_BOOK_SHARDING}), 'A note on ICI latency': about 1 us per hop",
+    memory_bytes_per_s=2765e9,
+    memory_source="Google Cloud's TPU v5p page (https://cloud.google.com/tpu/docs/v5p-training): "
+    "HBM bandwidth per chip 2765 GBps",
+)
+"""TPU v5p as the one-way ring sees it: each rank sends over one ICI link in one direction."""
+
+TPU_V5P_BOTH_WAYS = dataclasses.replace(
+    TPU_V5P,
+    name="TPU v5p, both directions",
+    link_bytes_per_s=1.8e11,
+    link_source=f"{ICI_TABLE}, bidi, 1.8e11 bytes/s; its collective costs use it for a full ring "
+    f"({SCALING_BOOK_SHARDING})",
+)
+"""The same ring run both ways at once: each direction carries half of what a rank sends."""
+
+BANDWIDTH_CASES = {"one-way": TPU_V5P, "bidirectional": TPU_V5P_BOTH_WAYS}
+"""The two link bandwidths the model is priced with, each with its source."""
