@@ -66,7 +66,7 @@ def lm_head_gradient_finish(mesh: str, mode: str = "explicit") -> dict:
 
 
 def fuses(per_shard_bytes: int) -> bool:
-    """The source's rule: the fusion happens at :data:`FUSION_THRESHOLD_BYTES` per shard or more.
+    """The source's rule: the fusion happens at :data:`~snippets.support.sources.FUSION_THRESHOLD_BYTES` per shard or more.
 
     >>> fuses(256), fuses(512)
     (False, True)
