@@ -60,6 +60,7 @@ nitpick_ignore_regex = [
     # What autodoc prints of snippets.support.config.PositiveInt's Annotated[int, Field(...)] metadata.
     ("py:class", r"\w+=.*|Strict|Ge|FieldInfo"),
 ]
+viewcode_follow_imported_members = False  # an imported name's page would link under the importer
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 autodoc_class_signature = "separated"  # nnx.Module's metaclass hides __init__'s parameters

@@ -1,7 +1,5 @@
 """``python -m snippets.causal_control``: the command line of :mod:`snippets.measure.causal_control`."""
 
-from snippets.measure.causal_control import main
-from snippets.support.cli import run_module
+from snippets.support.cli import run_command
 
-if __name__ == "__main__":
-    run_module(main)
+run_command("snippets.measure.causal_control", __name__)

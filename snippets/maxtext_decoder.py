@@ -1,7 +1,5 @@
 """``python -m snippets.maxtext_decoder``: the command line of :mod:`snippets.measure.maxtext_decoder`."""
 
-from snippets.measure.maxtext_decoder import main
-from snippets.support.cli import run_module
+from snippets.support.cli import run_command
 
-if __name__ == "__main__":
-    run_module(main)
+run_command("snippets.measure.maxtext_decoder", __name__)

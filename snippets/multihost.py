@@ -1,7 +1,5 @@
 """``python -m snippets.multihost``: the command line of :mod:`snippets.measure.multihost`."""
 
-from snippets.measure.multihost import main
-from snippets.support.cli import run_module
+from snippets.support.cli import run_command
 
-if __name__ == "__main__":
-    run_module(main)
+run_command("snippets.measure.multihost", __name__)

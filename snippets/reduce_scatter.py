@@ -1,7 +1,5 @@
 """``python -m snippets.reduce_scatter``: the command line of :mod:`snippets.measure.reduce_scatter`."""
 
-from snippets.measure.reduce_scatter import main
-from snippets.support.cli import run_module
+from snippets.support.cli import run_command
 
-if __name__ == "__main__":
-    run_module(main)
+run_command("snippets.measure.reduce_scatter", __name__)

@@ -1,7 +1,5 @@
 """``python -m snippets.version_check``: the command line of :mod:`snippets.measure.version_check`."""
 
-from snippets.measure.version_check import main
-from snippets.support.cli import run_module
+from snippets.support.cli import run_command
 
-if __name__ == "__main__":
-    run_module(main)
+run_command("snippets.measure.version_check", __name__)

@@ -8,17 +8,9 @@ import sys
 import pytest
 from pydantic import ValidationError
 
-from snippets import (
-    barrier,
-    bench,
-    devices,
-    lm_head,
-    lowering,
-    multihost,
-    reduce_scatter,
-    version_check,
-)
+from snippets import devices, lm_head, lowering
 from snippets.lm_head import LMHeadConfig
+from snippets.measure import barrier, bench, multihost, reduce_scatter, version_check
 from snippets.support.cli import one_line
 
 HUGE = "1000000000"

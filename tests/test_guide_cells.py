@@ -92,7 +92,7 @@ def test_the_flagship_shows_the_barrier_in_plain_jax_first():
     first = next(
         tree
         for hidden, tree in cells(guide)
-        if not hidden and "as_hlo_text" in ast.unparse(tree) and "import" in ast.unparse(tree)
+        if not hidden and "dialect='hlo'" in ast.unparse(tree) and "import" in ast.unparse(tree)
     )
     imported = {
         node.module if isinstance(node, ast.ImportFrom) else alias.name

@@ -33,13 +33,11 @@ def imported(tree: ast.Module) -> set[str]:
 
 
 def is_entry_point(tree: ast.Module) -> bool:
-    """A command's thin entry point: its ``main`` comes from the measurement module it names."""
-    return any(
-        isinstance(node, ast.ImportFrom)
-        and node.module.startswith("snippets.measure.")
-        and [alias.name for alias in node.names] == ["main"]
-        for node in tree.body
-    )
+    """A command's thin entry point: ``run_command("snippets.measure.NAME", __name__)``, alone."""
+    calls = [node.value for node in tree.body if isinstance(node, ast.Expr)]
+    return [ast.unparse(call.func) for call in calls if isinstance(call, ast.Call)] == [
+        "run_command"
+    ] and calls[-1].args[0].value.startswith("snippets.measure.")
 
 
 def role(name: str) -> str:
@@ -95,4 +93,16 @@ def test_only_a_command_line_runs_when_the_module_is_run(name):
     if role(name) == "measure" and has_main:  # its command runs through its entry point ...
         entry = name.replace("snippets.measure.", "snippets.")
         has_main = entry not in MODULES  # ... unless it has none (barrier_check, barrier_bench)
-    assert runs_main(tree) == (has_main or role(name) == "entry point")
+    assert runs_main(tree) == has_main
+
+
+def test_each_entry_point_runs_the_command_line_of_its_measure_module():
+    entry_points = [name for name in MODULES if role(name) == "entry point"]
+    assert entry_points, "no entry point found: is_entry_point no longer reads them"
+    for name in entry_points:
+        target = MODULES[name].body[-1].value.args[0].value
+        assert target == name.replace("snippets.", "snippets.measure."), name
+        assert any(
+            isinstance(node, ast.FunctionDef) and node.name == "main"
+            for node in MODULES[target].body
+        ), f"{target} has no main for {name} to run"

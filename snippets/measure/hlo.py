@@ -101,19 +101,16 @@ Value = str | tuple[str, int]
 """A value in a program: an instruction's result, or element ``i`` of its tuple ``(name, i)``."""
 
 
+@dataclasses.dataclass
 class Program:
     """A module as :class:`Instruction` records, what the site finder reads: each computation's
     instructions in order, the entry's name, and the ``file:line`` of each stack frame id
     (``debug_info``'s tables; empty without them). The finder asks only through the properties
     and methods below, so a reader can also make records on demand (:mod:`snippets.measure.stablehlo`)."""
 
-    def __init__(
-        self,
-        computations: dict[str, list[Instruction]],
-        entry: str,
-        frames: dict[int, str] | None = None,
-    ) -> None:
-        self.computations, self.entry, self.frames = computations, entry, frames or {}
+    computations: dict[str, list[Instruction]]
+    entry: str
+    frames: dict[int, str] = dataclasses.field(default_factory=dict)
 
     @functools.cached_property
     def by_name(self) -> Mapping[str, Instruction]:

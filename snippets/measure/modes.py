@@ -21,7 +21,7 @@ from jax.sharding import AxisType, Mesh, NamedSharding, auto_axes, reshard
 from jax.sharding import PartitionSpec as P
 
 from snippets.devices import MESH_DEVICES, SHARD_MODES, setup_devices
-from snippets.measure.hlo import COLLECTIVES, array_shapes, computations, instructions
+from snippets.measure.hlo import array_shapes, collectives, computations
 from snippets.support.cli import Parser, reported
 from snippets.support.tables import print_report
 
@@ -68,12 +68,6 @@ def dot_flops(hlo_text: str) -> int:
             contracted = math.prod(lhs[int(d)] for d in dims.split(",") if d)
             total += 2 * math.prod(array_shapes(inst.shape)[0][1]) * contracted
     return total
-
-
-def collective_ops(hlo_text: str) -> list[str]:
-    """The opcode of every collective in a compiled module (an async ``-start`` as its op)."""
-    ops = [inst.opcode.removesuffix("-start") for inst in instructions(hlo_text)]
-    return [op for op in ops if op in COLLECTIVES]
 
 
 # The checks: plain JAX, one capability each.
@@ -183,7 +177,7 @@ def mismatched_layout(axis_type: AxisType) -> str:
         p = jax.device_put(jnp.ones((8, 8)), P("x", None))
         u = jax.device_put(jnp.ones((8, 8)), P(None, "x"))
         text = jax.jit(jnp.add).lower(p, u).compile().as_text()
-        kinds = sorted(set(collective_ops(text)))
+        kinds = sorted({op.kind for op in collectives(text)})
         return f"compiles with {', '.join(kinds) or 'no collective'}"
 
 

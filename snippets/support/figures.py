@@ -190,7 +190,7 @@ def ratio_figure(rows: Sequence[dict]) -> DataFigure:
             "no measurable difference from 1": f"{median:.2f}: no difference",
             "reference": "reference",
         }[verdict]
-        ax.text(1.03, y, label, transform=labels, va="center", fontsize=10)
+        ax.text(1.03, y, label, transform=labels, va="center", fontsize=11)
     ax.set_yticks(list(positions), [r["variant"] for r in rows], fontsize=11)
     ax.axvline(1.0, color="0.3", linewidth=0.8, linestyle="--")
     ax.set_xlim(0, max(r["ratio_max"] for r in rows) * 1.05)
@@ -215,12 +215,12 @@ def source_tpu_figure(rows: Sequence[dict] = SOURCE_TPU_RESULTS) -> DataFigure:
         positions = [len(rows) - 1 - i + offset for i in range(len(rows))]
         ax.barh(positions, values, height=0.38, color=color, label=variant)
         for y, value in zip(positions, values, strict=True):
-            ax.text(max(value, 0) + 0.2, y, f"{value:+.2f}%", va="center", fontsize=10)
+            ax.text(max(value, 0) + 0.2, y, f"{value:+.2f}%", va="center", fontsize=11)
     ax.set_yticks(range(len(rows))[::-1], [row["config"] for row in rows], fontsize=11)
     ax.axvline(0, color="0.3", linewidth=0.8)
     ax.set_xlim(-1, 12)
     ax.set_xlabel("step time vs auto (%), TPU v5p-8", fontsize=11)
-    ax.tick_params(axis="x", labelsize=10)
-    ax.set_title("Quoted from the MaxText PR, not measured here", fontsize=10, loc="left")
-    figure.legend(fontsize=10, loc="outside upper center", ncols=2, frameon=False)
+    ax.tick_params(axis="x", labelsize=11)
+    ax.set_title("Quoted from the MaxText PR, not measured here", fontsize=11, loc="left")
+    figure.legend(fontsize=11, loc="outside upper center", ncols=2, frameon=False)
     return DataFigure(figure, data)
