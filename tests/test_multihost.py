@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from snippets.measure.multihost import Workers, compare, coordinator_port
+from snippets.measure.multihost import ROOT, Workers, compare, coordinator_port
 from snippets.support.cli import SetupError
 
 CLUSTER = [(0, 2, 2), (1, 2, 2)]
@@ -22,6 +22,11 @@ def gone(pid: int) -> bool:
     except ProcessLookupError:
         return True
     return False
+
+
+def test_workers_start_in_the_repository_root():
+    """Where ``python -m snippets.multihost`` finds the package without an installed copy."""
+    assert (ROOT / "snippets" / "__init__.py").is_file()
 
 
 @pytest.fixture(scope="session")

@@ -30,7 +30,7 @@ from snippets.support.cli import Parser, SetupError, positive_int, reported
 from snippets.support.tables import print_report
 
 HOST = "127.0.0.1"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def coordinator_port(port: int | None = None) -> int:
