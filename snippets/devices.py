@@ -123,7 +123,9 @@ def describe_devices() -> dict[str, object]:
 def main(argv: Sequence[str] | None = None) -> None:
     """Print which devices the guides would run on."""
     parser = Parser(__doc__)
-    parser.add_argument("--devices", type=positive_int, default=4, help="devices to set up")
+    parser.add_argument(
+        "--devices", type=positive_int, default=MESH_DEVICES, help="devices to set up"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     with reported(args.debug):

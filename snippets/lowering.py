@@ -26,7 +26,7 @@ from snippets.lm_head import LMHeadConfig, build_output_head, head_axis_rules
 from snippets.support.cli import Parser, check_memory, positive_int, reported, run_module
 from snippets.support.config import Config, PositiveInt
 from snippets.support.tables import print_report
-from snippets.vocab_parallel import vocab_parallel_cross_entropy, vocab_parallel_logits
+from snippets.vocab_parallel import pin, vocab_parallel_cross_entropy, vocab_parallel_logits
 
 VARIANTS = {
     "EV": {},
@@ -81,13 +81,14 @@ class StepConfig(Config):
                 f"variant 'vocab-parallel' shards the head on the fsdp axis, and mesh {self.mesh!r} "
                 "has none; use mesh 'fsdp' or 'dp_fsdp'."
             )
-        fsdp = self.mesh_shape[-1]
-        sharded = {"emb": self.emb, "vocab": self.vocab if self.variant == "vocab-parallel" else 0}
-        for name, size in sharded.items():
-            if "fsdp" in self.axes and size % fsdp:
-                raise ValueError(
-                    f"{name} {size} does not divide over the fsdp axis of size {fsdp}."
-                )
+        if "fsdp" in self.axes:
+            fsdp = self.mesh_shape[-1]
+            sharded = ("emb", "vocab") if self.variant == "vocab-parallel" else ("emb",)
+            for name in sharded:
+                if (size := getattr(self, name)) % fsdp:
+                    raise ValueError(
+                        f"{name} {size} does not divide over the fsdp axis of size {fsdp}."
+                    )
         return self
 
     @property
@@ -101,6 +102,11 @@ class StepConfig(Config):
     def kernel_dims(self) -> tuple[int, int]:
         """The head kernel's sizes, ``(emb, vocab)``: how the HLO readers spot its gradient."""
         return (self.emb, self.vocab)
+
+    @property
+    def kernel_sizes(self) -> set[int]:
+        """Element counts of the head kernel and of each even share of it over the devices."""
+        return {self.emb * self.vocab // n for n in range(1, self.devices + 1)}
 
     @property
     def mesh_shape(self) -> tuple[int, ...]:
@@ -193,13 +199,12 @@ def _placed(config: StepConfig, seed: int) -> tuple:
         shardings = nnx.get_named_sharding(params, mesh)
     with nnx.logical_axis_rules(head_axis_rules(model.head_config, fsdp)):
         shardings["head"] = nnx.get_named_sharding(params["head"], mesh)
-    regather = jax.reshard if config.mode == "explicit" else jax.lax.with_sharding_constraint
 
     def gathered(params: nnx.State) -> nnx.State:
         if fsdp is None:
             return params
-        whole = jax.tree.map(lambda p: regather(p, P()), params)
-        if config.variant == "vocab-parallel" and "head" in params:  # its kernel stays sharded
+        whole = jax.tree.map(lambda p: pin(p, P()), params)
+        if config.variant == "vocab-parallel":  # its kernel stays sharded
             whole["head"] = params["head"]
         return whole
 

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 
-def _pin(x: jax.Array, spec: P) -> jax.Array:
+def pin(x: jax.Array, spec: P) -> jax.Array:
     """``x`` with sharding ``spec``: a ``reshard`` on an explicit mesh, a constraint on an auto one."""
     if jax.sharding.get_abstract_mesh().are_all_axes_explicit:
         return jax.sharding.reshard(x, spec)
@@ -36,11 +36,11 @@ def vocab_parallel_logits(
     whose ``[embed, vocab]`` kernel is sharded ``P(None, vocab)``; ``batch`` names the mesh axes
     the batch stays sharded on (the data axes, never ``vocab``).
     """
-    whole = _pin(hidden, _spec(hidden.ndim, batch))  # every vocab shard needs every token
+    whole = pin(hidden, _spec(hidden.ndim, batch))  # every vocab shard needs every token
     out = _spec(hidden.ndim, batch, vocab)
     if jax.sharding.get_abstract_mesh().are_all_axes_explicit:
         return head(whole, out_sharding=out)
-    return _pin(head(whole), out)
+    return pin(head(whole), out)
 
 
 def vocab_parallel_cross_entropy(
@@ -61,8 +61,8 @@ def vocab_parallel_cross_entropy(
     iota = jax.lax.broadcasted_iota(
         jnp.int32, shape, logits.ndim - 1, out_sharding=columns if explicit else None
     )
-    one_hot = _pin(targets, _spec(targets.ndim, batch))[..., None] == iota
+    one_hot = pin(targets, _spec(targets.ndim, batch))[..., None] == iota
     if not explicit:  # auto mode: ask for the layout the logits have
-        one_hot = _pin(one_hot, _spec(logits.ndim, batch, vocab))
+        one_hot = pin(one_hot, _spec(logits.ndim, batch, vocab))
     picked = jnp.sum(jnp.where(one_hot, shifted, 0.0), axis=-1)
     return jnp.mean(log_total - picked)

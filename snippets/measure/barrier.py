@@ -58,9 +58,9 @@ def run_report(lowered: LoweredStep) -> dict:
 def gradient_relayouts(lowered: LoweredStep) -> dict:
     """The compiled step's relayouts of the head kernel's gradient, from the weight-gradient dot to
     the kernel's outputs (gradient, or new value and moments); a fusion counts once."""
-    emb, vocab = lowered.config.kernel_dims
-    sizes = {emb * vocab // n for n in range(1, lowered.config.devices + 1)}
-    found = hlo.kernel_relayouts(lowered.compiled, lowered.kernel_outputs, sizes)
+    found = hlo.kernel_relayouts(
+        lowered.compiled, lowered.kernel_outputs, lowered.config.kernel_sizes
+    )
     return {
         "gradient_relayouts": len(found),
         "gradient_relayout_ops": [

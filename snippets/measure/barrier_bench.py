@@ -24,7 +24,7 @@ from pathlib import Path
 
 import jax
 
-from snippets.devices import SHARD_MODES, setup_devices
+from snippets.devices import MESH_DEVICES, SHARD_MODES, setup_devices
 from snippets.measure.barrier import find_barriers
 from snippets.measure.maxtext_decoder import DecoderConfig, lower_decoder
 from snippets.support.cli import Parser, positive_int, reported, run_module
@@ -73,7 +73,7 @@ def spread(values: list[float]) -> dict[str, float]:
 def bench_find_barriers(config: DecoderConfig, mode: str, repeats: int) -> dict:
     """Lower and check ``repeats`` times after one uncounted warm-up (imports, first traces), and
     read the dump of the first lowering as often."""
-    runs: dict[str, list[float]] = {"lowering_s": [], "find_barriers_s": [], "ratio": []}
+    runs: dict[str, list[float]] = {"lowering_s": [], "find_barriers_s": []}
     find_barriers(lower_decoder(config, mode).lowered)
     with tempfile.TemporaryDirectory() as directory:
         for repeat in range(repeats):
@@ -85,14 +85,15 @@ def bench_find_barriers(config: DecoderConfig, mode: str, repeats: int) -> dict:
             sites = find_barriers(lowered)
             runs["find_barriers_s"].append(time.perf_counter() - started)
             runs["lowering_s"].append(lowering)
-            runs["ratio"].append(runs["find_barriers_s"][-1] / lowering)
             if repeat == 0:
                 dump = write_dump(lowered, directory)
             del lowered
         reads = [read_dump(dump) for _ in range(repeats)]
         size = dump.stat().st_size
+    pairs = zip(runs["find_barriers_s"], runs["lowering_s"], strict=True)
+    ratios = [check / lowering for check, lowering in pairs]
     return {
-        "config": config.model_dump() | {"mode": mode, "devices": 4, "repeats": repeats},
+        "config": config.model_dump() | {"mode": mode, "devices": MESH_DEVICES, "repeats": repeats},
         "sites": len(sites),
         "barriers": sum(site.kind == "barrier" for site in sites),
         "dump_bytes": size,
@@ -100,7 +101,7 @@ def bench_find_barriers(config: DecoderConfig, mode: str, repeats: int) -> dict:
         "table": [
             {"measure": "lowering (s)", **spread(runs["lowering_s"])},
             {"measure": "find_barriers (s)", **spread(runs["find_barriers_s"])},
-            {"measure": "find_barriers / lowering", **spread(runs["ratio"])},
+            {"measure": "find_barriers / lowering", **spread(ratios)},
             {"measure": "dump read, CLI (s)", **spread([seconds for seconds, _, _ in reads])},
             {"measure": "dump read, peak RSS (MB)", **spread([rss / 1e6 for _, rss, _ in reads])},
         ],
@@ -119,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with reported(args.debug):
         config = DecoderConfig(emb=args.emb, vocab=args.vocab, layers=args.layers)
-        setup_devices(4)
+        setup_devices(MESH_DEVICES)
         load_before = Path("/proc/loadavg").read_text().strip()
         report = bench_find_barriers(config, args.mode, args.repeats)
     report["loadavg"] = {"before": load_before, "after": Path("/proc/loadavg").read_text().strip()}

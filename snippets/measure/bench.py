@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from snippets.devices import setup_devices
+from snippets.devices import MESH_DEVICES, setup_devices
 from snippets.lowering import MESH_LAYOUTS, StepConfig, build_step, every_mode_and_variant
 from snippets.support.cli import Parser, check_memory, positive_int, reported
 from snippets.support.tables import print_report
@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = Parser(__doc__)
     parser.add_argument("--full", action="store_true", help="larger sizes: emb 512, vocab 32000")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
-    parser.add_argument("--devices", type=positive_int, default=4)
+    parser.add_argument("--devices", type=positive_int, default=MESH_DEVICES)
     parser.add_argument("--mesh", choices=tuple(MESH_LAYOUTS), default="dp")
     args = parser.parse_args(argv)
     sizes, repeats = FULL if args.full else QUICK

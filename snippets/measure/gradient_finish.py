@@ -18,7 +18,7 @@ from snippets.measure.hlo import (
     array_shapes,
     collectives,
     computations,
-    instructions,
+    elements,
 )
 from snippets.support.config import PositiveInt
 from snippets.support.sources import (
@@ -41,9 +41,9 @@ def lm_head_gradient_finish(mesh: str, mode: str = "explicit") -> dict:
     ((_, gradient),) = array_shapes(by_name[by_name[root].operands[position]].shape)
     slices = [
         inst.shape
-        for inst in instructions(lowered.compiled)
-        if inst.opcode == "dynamic-slice"
-        and math.prod(array_shapes(inst.shape)[0][1]) == math.prod(gradient)
+        for insts in comps.values()
+        for inst in insts
+        if inst.opcode == "dynamic-slice" and elements(inst.shape) == math.prod(gradient)
     ]
     sharded = math.prod(gradient) < math.prod(config.kernel_dims)
     found = collectives(lowered.compiled)

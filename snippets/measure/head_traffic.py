@@ -7,8 +7,6 @@ vocab-parallel head moves ``vocab / (batch * length)`` times fewer bytes than th
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Sequence
 
 from snippets.lowering import (
@@ -31,41 +29,10 @@ def head_collectives(lowered: LoweredStep) -> dict:
         {"op": c.kind, "shape": c.shape, "bytes": round(c.bytes_per_step)}
         for c in hlo.collectives(lowered.compiled)
     ]
-    emb, vocab = lowered.config.kernel_dims
-    sizes = {emb * vocab // n for n in range(1, lowered.config.devices + 1)}
-    path = gradient_path(lowered.compiled, lowered.kernel_outputs, sizes)
+    path = hlo.gradient_path(lowered.compiled, lowered.kernel_outputs, lowered.config.kernel_sizes)
     gradient = [f"{op.opcode} {op.shape}" for op in path if op.opcode in hlo.COLLECTIVES]
     total = sum(c["bytes"] for c in found)
     return {"collectives": found, "bytes": total, "weight_gradient_collectives": gradient}
-
-
-def _elements(inst: hlo.Instruction) -> int:
-    shapes = hlo.array_shapes(inst.shape)
-    return math.prod(shapes[0][1]) if len(shapes) == 1 else -1
-
-
-def gradient_path(
-    hlo_text: str, outputs: tuple[int, ...], sizes: set[int]
-) -> list[hlo.Instruction]:
-    """The entry's instructions from the root's ``outputs`` back to the dots that make them,
-    through operands of a size in ``sizes`` (a combined collective counts as on the path)."""
-    comps, entry, root = hlo.computations(hlo_text)
-    by_name = {inst.name: inst for inst in comps[entry]}
-    pending, seen, path = [by_name[root].operands[i] for i in outputs], set(), []
-    while pending:
-        inst = by_name.get(pending.pop())
-        if inst is None or inst.name in seen or inst.opcode in ("dot", "parameter"):
-            continue
-        seen.add(inst.name)
-        path.append(inst)
-        if inst.opcode == "get-tuple-element":
-            pending.append(inst.operands[0])
-            continue
-        calls = re.findall(r"calls=%?([\w.\-]+)", inst.attributes)
-        if any(i.opcode == "dot" for name in calls for i in comps.get(name, [])):
-            continue
-        pending += [o for o in inst.operands if o in by_name and _elements(by_name[o]) in sizes]
-    return path
 
 
 def head_traffic(base: StepConfig, variants: Sequence[str] = ()) -> dict[str, dict[str, dict]]:

@@ -720,6 +720,28 @@ def kernel_relayouts(
     return found
 
 
+def gradient_path(
+    hlo_text: str, outputs: tuple[int, ...], kernel_elements: set[int]
+) -> list[Instruction]:
+    """The entry's instructions from the root's ``outputs`` back to the dots that make them,
+    through operands of a size in ``kernel_elements``; unlike :func:`kernel_relayouts` it keeps
+    every one, a fusion holding the dot and a whole tuple's collective included."""
+    comps, entry, root = computations(hlo_text)
+    by_name = {inst.name: inst for inst in comps[entry]}
+    pending, seen, path = [by_name[root].operands[i] for i in outputs], set(), []
+    while pending:
+        inst = by_name.get(pending.pop())
+        if inst is None or inst.name in seen or inst.opcode in ("dot", "parameter"):
+            continue
+        seen.add(inst.name)
+        path.append(inst)
+        if inst.opcode == "get-tuple-element":
+            pending.append(inst.operands[0])
+        elif not any(i.opcode == "dot" for i in _called(inst, comps)):
+            pending += [o for o in inst.operands if _elements(by_name.get(o)) in kernel_elements]
+    return path
+
+
 _DUMP_NAME = re.compile(r"^module_\d+\.[^.]+\.(?P<index>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<after>[^.]+)\.before_(?P<before>[^.]+)\.txt$")  # fmt: skip
 
 

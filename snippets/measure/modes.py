@@ -21,7 +21,7 @@ from jax.sharding import AxisType, Mesh, NamedSharding, auto_axes, reshard
 from jax.sharding import PartitionSpec as P
 
 from snippets.devices import MESH_DEVICES, SHARD_MODES, setup_devices
-from snippets.measure.hlo import array_shapes, collectives, computations
+from snippets.measure.hlo import array_shapes, collectives, computations, elements
 from snippets.support.cli import Parser, reported
 from snippets.support.tables import print_report
 
@@ -30,7 +30,7 @@ Check = Callable[[AxisType], str | None]
 
 
 def mesh_of(
-    axis_type: AxisType, shape: Sequence[int] = (4,), names: Sequence[str] = ("x",)
+    axis_type: AxisType, shape: Sequence[int] = (MESH_DEVICES,), names: Sequence[str] = ("x",)
 ) -> Mesh:
     """A mesh of the first devices whose axes all have type ``axis_type``."""
     return jax.make_mesh(tuple(shape), tuple(names), axis_types=(axis_type,) * len(shape))
@@ -66,7 +66,7 @@ def dot_flops(hlo_text: str) -> int:
             lhs = array_shapes(shapes[inst.operands[0]])[0][1]
             dims = re.search(r"lhs_contracting_dims=\{([\d,]*)\}", inst.attributes)[1]
             contracted = math.prod(lhs[int(d)] for d in dims.split(",") if d)
-            total += 2 * math.prod(array_shapes(inst.shape)[0][1]) * contracted
+            total += 2 * elements(inst.shape) * contracted
     return total
 
 
@@ -196,9 +196,9 @@ def pinned_module(axis_type: AxisType, shape: Sequence[int] = (2, 2)) -> str:
         return jax.jit(f).lower(x, w).compile().as_text()
 
 
-def pinned_intermediate(axis_type: AxisType, shape: Sequence[int] = (2, 2)) -> str:
+def pinned_intermediate(axis_type: AxisType) -> str:
     """The pinned einsum's per-device dot FLOPs, from its compiled module."""
-    flops = dot_flops(pinned_module(axis_type, shape))
+    flops = dot_flops(pinned_module(axis_type))
     return f"{flops:,} dot FLOPs per device"
 
 

@@ -8,16 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 
-VOCAB_PARALLEL_GAINS = [
-    {"model": "qwen3-8b", "explicit_pct": -10.94, "auto_pct": -10.96},
-    {"model": "llama2-7b", "explicit_pct": -1.72, "auto_pct": -1.80},
-    {"model": "mistral-7b", "explicit_pct": -1.68, "auto_pct": -1.61},
-    {"model": "deepseek2-16b", "explicit_pct": -1.31, "auto_pct": -1.28},
-    {"model": "mixtral-8x7b", "explicit_pct": -1.12, "auto_pct": -1.11},
-]
-"""Step time with ``lm_head_vocab_parallel`` on against off, in each mode: section 5.7, Table B's
-companion table (TPU v5p, 4 chips, fsdp 4, 1,024 tokens)."""
-
 SOURCE_TPU_RESULTS = [
     {"config": "dp4", "auto": 4430.2, "explicit [E,V]": 4844.0, "explicit [V,E]": 4420.1},
     {"config": "emb4096", "auto": 72200.8, "explicit [E,V]": 73330.0, "explicit [V,E]": 72601.8},
