@@ -79,3 +79,22 @@ def built_site(pytestconfig: pytest.Config) -> BuiltSite:
     shutil.rmtree(EXECUTION_CACHE, ignore_errors=True)
     shutil.copytree(OUT / ".jupyter_cache", EXECUTION_CACHE)
     return BuiltSite(html=OUT / "html", executed=OUT / "jupyter_execute", log=log)
+
+
+@pytest.fixture
+def one_error_line(capsys):
+    """``run(main, argv)``: expect exit status 2, nothing on stdout and a single ``error:`` line on
+    stderr, and return that line."""
+
+    def run(main, argv: list[str]) -> str:
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2
+        captured = capsys.readouterr()
+        lines = captured.err.splitlines()
+        assert len(lines) == 1, captured.err
+        assert lines[0].startswith("error: "), captured.err
+        assert captured.out == ""
+        return lines[0]
+
+    return run

@@ -163,13 +163,10 @@ BAD_INPUT = {
 
 @pytest.mark.needs_devices(4)
 @pytest.mark.parametrize("case", BAD_INPUT)
-def test_bad_input_is_one_error_line_and_exit_2(files, capsys, tmp_path, case):
+def test_bad_input_is_one_error_line_and_exit_2(files, one_error_line, tmp_path, case):
     make, words = BAD_INPUT[case]
-    good = str(files["explicit"]["dump"])
-    code, out, err = check(capsys, good, make(files, tmp_path))  # a good file first: no output
-    assert (code, out) == (2, "")
-    (line,) = err.splitlines()
-    assert line.startswith("error: ")
+    good = str(files["explicit"]["dump"])  # a good file first: no output
+    line = one_error_line(barrier_check.main, [good, str(make(files, tmp_path))])
     for word in words:
         assert word in line
 
@@ -235,28 +232,3 @@ def test_bad_input_from_the_command_line_has_no_traceback(tmp_path):
     )
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == f"error: {tmp_path / 'missing.txt'}: no such file\n"
-
-
-@pytest.mark.needs_devices(4)
-def test_the_file_check_imports_no_jax(files):
-    """As ``python -X importtime`` lists them: not one module of jax or jaxlib is imported."""
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-X",
-            "importtime",
-            "-m",
-            "snippets.measure.barrier_check",
-            str(files["auto"]["dump"]),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    imported = [
-        line.rpartition("|")[2].strip() for line in result.stderr.splitlines() if "|" in line
-    ]
-    assert "snippets.measure.hlo" in imported
-    assert not [name for name in imported if name.split(".")[0] in ("jax", "jaxlib")]

@@ -98,9 +98,6 @@ def test_the_cli_prints_every_row(rows, monkeypatch, capsys):
     assert len(lines) == 2 + len(rows)
 
 
-def test_an_unknown_flag_is_one_error_line(capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        cc.main(["--devices", "2"])
-    assert exit_info.value.code == 2
-    (line,) = capsys.readouterr().err.splitlines()
+def test_an_unknown_flag_is_one_error_line(one_error_line):
+    line = one_error_line(cc.main, ["--devices", "2"])
     assert line.startswith("error: unrecognized arguments: --devices 2")

@@ -10,23 +10,10 @@ from pydantic import ValidationError
 
 from snippets import devices, lm_head, lowering
 from snippets.lm_head import LMHeadConfig
-from snippets.measure import barrier, bench, multihost, reduce_scatter, version_check
+from snippets.measure import barrier, bench, modes, multihost, reduce_scatter, version_check
 from snippets.support.cli import one_line
 
 HUGE = "1000000000"
-
-
-def one_error_line(main, argv, capsys) -> str:
-    """Run ``main(argv)``, expect exit status 2, and return its single ``error:`` line."""
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    assert exit_info.value.code == 2
-    captured = capsys.readouterr()
-    lines = captured.err.splitlines()
-    assert len(lines) == 1, captured.err
-    assert lines[0].startswith("error: "), captured.err
-    assert captured.out == ""
-    return lines[0]
 
 
 @pytest.mark.parametrize(
@@ -86,26 +73,29 @@ def one_error_line(main, argv, capsys) -> str:
         (multihost.main, ["--timeout", "0"], ["argument --timeout", "at least 1"]),
         (multihost.main, ["--port", "70000"], ["argument --port", "from 1 to 65535", "'70000'"]),
         (version_check.main, ["--jsn"], ["unrecognized arguments: --jsn"]),
+        (modes.main, ["--jsn"], ["unrecognized arguments: --jsn"]),
+        (modes.main, ["--check", "nope"], ["argument --check", "invalid choice: 'nope'"]),
+        (modes.main, ["--check"], ["argument --check: expected one argument"]),
     ],
     ids=lambda value: " ".join(value) if isinstance(value, list) else None,
 )
-def test_bad_input_is_one_error_line(main, argv, words, capsys):
-    line = one_error_line(main, argv, capsys)
+def test_bad_input_is_one_error_line(main, argv, words, one_error_line):
+    line = one_error_line(main, argv)
     for word in words:
         assert word in line
 
 
-def test_too_few_devices_is_one_error_line(device_count, capsys):
-    line = one_error_line(devices.main, ["--devices", str(device_count + 1)], capsys)
+def test_too_few_devices_is_one_error_line(device_count, one_error_line):
+    line = one_error_line(devices.main, ["--devices", str(device_count + 1)])
     assert f"{device_count + 1} devices are needed" in line
 
 
-def test_a_busy_coordinator_port_is_one_error_line(capsys):
+def test_a_busy_coordinator_port_is_one_error_line(one_error_line):
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        line = one_error_line(multihost.main, ["--port", str(port)], capsys)
+        line = one_error_line(multihost.main, ["--port", str(port)])
     assert line.startswith(f"error: coordinator port {port} on 127.0.0.1 is in use")
 
 

@@ -12,18 +12,27 @@ MANY_TOKENS = StepConfig(mesh="fsdp", emb=64, vocab=256, batch=64, seq=128)
 """8192 tokens against 256 entries: the default orientation should move less."""
 
 
+VARIANTS = ("EV", "vocab-parallel")
+
+
 @pytest.fixture(scope="module")
 def wide():
-    return head_traffic(WIDE_VOCAB)
+    return head_traffic(WIDE_VOCAB, VARIANTS)
 
 
+@pytest.fixture(scope="module")
+def many():
+    return head_traffic(MANY_TOKENS, VARIANTS)
+
+
+@pytest.mark.needs_devices(4)
 @pytest.mark.parametrize("mode", ["explicit", "auto"])
-def test_the_orientation_with_the_smaller_tensor_moves_fewer_bytes(wide, mode):
+def test_the_orientation_with_the_smaller_tensor_moves_fewer_bytes(wide, many, mode):
     assert wide[mode]["vocab-parallel"]["bytes"] < wide[mode]["EV"]["bytes"] / 10
-    many = head_traffic(MANY_TOKENS)
     assert many[mode]["vocab-parallel"]["bytes"] > 10 * many[mode]["EV"]["bytes"]
 
 
+@pytest.mark.needs_devices(4)
 @pytest.mark.parametrize("mode", ["explicit", "auto"])
 def test_the_default_head_gathers_its_kernel_and_the_rotated_head_the_hidden_state(wide, mode):
     ev, vp = (wide[mode][v]["collectives"] for v in ("EV", "vocab-parallel"))
@@ -35,6 +44,7 @@ def test_the_default_head_gathers_its_kernel_and_the_rotated_head_the_hidden_sta
     assert gathered == {f"f32[{tokens[0]},{tokens[1]},{emb}]", f"s32[{tokens[0]},{tokens[1]}]"}
 
 
+@pytest.mark.needs_devices(4)
 @pytest.mark.parametrize("mode", ["explicit", "auto"])
 def test_the_rotated_kernel_gradient_needs_a_collective_only_over_data(wide, mode):
     assert wide[mode]["EV"]["weight_gradient_collectives"]
@@ -47,6 +57,7 @@ def test_the_rotated_kernel_gradient_needs_a_collective_only_over_data(wide, mod
     assert f"[{config.vocab // 2},{config.emb}]" in reduction
 
 
+@pytest.mark.needs_devices(4)
 def test_the_head_accounts_for_the_whole_steps_difference(wide):
     """Compiled alone or in the step, the head changes the step's bytes by the same amount."""
     step = {
@@ -54,7 +65,7 @@ def test_the_head_accounts_for_the_whole_steps_difference(wide):
             c.bytes_per_rank
             for c in collectives(lower_step(WIDE_VOCAB.replace(variant=v)).compiled)
         )
-        for v in ("EV", "vocab-parallel")
+        for v in VARIANTS
     }
     head = {v: wide["explicit"][v]["bytes"] for v in step}
     assert step["EV"] - step["vocab-parallel"] == pytest.approx(

@@ -60,12 +60,27 @@ def test_imports_point_from_measurement_to_teaching_to_support(name):
     assert not wrong, f"{name} ({role(name)}) imports {wrong}"
 
 
-def test_the_hlo_readers_import_no_jax():
-    code = "import sys, snippets.measure.hlo, snippets.measure.barrier_check; print('jax' in sys.modules)"
+TRANSPOSE_OF_DOT = """HloModule m
+ENTRY main {
+  p = f32[2,4]{1,0} parameter(0)
+  d = f32[4,4]{1,0} dot(p, p), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  ROOT t = f32[4,4]{0,1} transpose(d), dimensions={1,0}
+}
+"""
+
+
+def test_the_file_check_imports_no_jax(tmp_path):
+    """As ``python -X importtime`` lists them: checking a file imports no module of jax or jaxlib."""
+    (tmp_path / "step.hlo.txt").write_text(TRANSPOSE_OF_DOT)
+    command = [sys.executable, "-X", "importtime", "-m", "snippets.measure.barrier_check"]
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        [*command, "step.hlo.txt"], capture_output=True, text=True, check=False, cwd=tmp_path
     )
-    assert result.stdout.strip() == "False"
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "1 transpose-of-dot site, 0 with a Sharding call between" in result.stdout
+    imported = [line.rpartition("|")[2].strip() for line in result.stderr.splitlines()]
+    assert "snippets.measure.hlo" in imported
+    assert not [name for name in imported if name.split(".")[0] in ("jax", "jaxlib")]
 
 
 def test_public_names_are_unique():

@@ -48,6 +48,7 @@ def test_the_story_holds_on_a_record_shaped_as_it_says(record):
     assert story_breaks(record) == []
 
 
+@pytest.mark.needs_devices(4)
 def test_the_command_exits_1_where_the_story_breaks(monkeypatch, capsys):
     broken = story_record()
     broken["results"]["reduce_scatter"]["shards"] = [[[1.0, 2.0]], [[3.0, 4.0]]]
