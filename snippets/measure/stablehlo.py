@@ -136,13 +136,24 @@ class StableHLOProgram(Program):
             op = value.owner.operation
             if not _tupled(op):
                 return self._name(op)
-            number = value.result_number
-            return self._register(f"{self._name(op)}.{number}", "element", op, number)
+            return self._element(op, value.result_number)
         comp, number = self._block(value.owner), value.arg_number
         if not self.layouts[comp][1]:
             return self._register(f"{comp}.arg{number}", "arg", comp, number)
         self._register(f"{comp}.state", "state", comp)
+        return self._state_element(comp, number)
+
+    def _element(self, op: Any, number: int) -> str:
+        """The record of element ``number`` of a tupled operation's results."""
+        return self._register(f"{self._name(op)}.{number}", "element", op, number)
+
+    def _state_element(self, comp: str, number: int) -> str:
+        """The record of element ``number`` of a loop computation's state tuple."""
         return self._register(f"{comp}.state.{number}", "state element", comp, number)
+
+    def _init(self, loop: Any) -> str:
+        """The record of the tuple a ``while`` loop starts from."""
+        return self._register(f"{self._name(loop)}.init", "init", loop)
 
     def _block(self, block: Any) -> str:
         """The computation a block is: a function's body, or a region of an operation."""
@@ -184,7 +195,7 @@ class StableHLOProgram(Program):
         attributes = ""
         if op.name == "stablehlo.while":
             cond, body = (self._block(region.blocks[0]) for region in op.regions)
-            init = self._register(f"{name}.init", "init", op)
+            init = self._init(op)
             operands, attributes = (init,), f", condition={cond}, body={body}"
         elif regions:
             called = [self._block(region.blocks[0]) for region in op.regions if len(region.blocks)]
@@ -231,9 +242,9 @@ class StableHLOProgram(Program):
         if isinstance(value, tuple):  # an element of a tuple: its get-tuple-element
             (kind, first, *_), index = self.handles.get(value[0], ("?", None)), value[1]
             if kind == "op" and _tupled(first):
-                element = self._register(f"{value[0]}.{index}", "element", first, index)
+                element = self._element(first, index)
             elif kind == "state":
-                element = self._register(f"{first}.state.{index}", "state element", first, index)
+                element = self._state_element(first, index)
             else:
                 return []
             return [(self.by_name[element], 0)]
@@ -256,7 +267,7 @@ class StableHLOProgram(Program):
                 if self.handles[root][0] == "root":
                     found.append((self.by_name[root], index))
             elif user.name == "stablehlo.while":
-                init = self._register(f"{self._name(user)}.init", "init", user)
+                init = self._init(user)
                 found.append((self.by_name[init], index))
             else:
                 found.append((self.by_name[self._name(user)], index))
