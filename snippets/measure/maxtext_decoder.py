@@ -29,7 +29,7 @@ from pydantic import model_validator
 
 from snippets.devices import MESH_DEVICES, SHARD_MODES, pick_devices, setup_devices
 from snippets.lowering import MESH_LAYOUTS, mesh_shape
-from snippets.measure.barrier import find_barriers
+from snippets.measure.barrier import find_barriers, output_name
 from snippets.measure.causal_control import (
     XlaChangedError,
     check_ending,
@@ -199,17 +199,8 @@ def lower_decoder(config: DecoderConfig, mode: str, devices: int = MESH_DEVICES)
 
         lowered = jax.jit(step).lower(params, rest, tokens, tokens)  # positions: same type
     leaves = jax.tree_util.tree_flatten_with_path(lowered.out_info)[0]
-    names = [parameter_name(jax.tree_util.keystr(path)) for path, _ in leaves]
+    names = [output_name(path).replace(".", "/") for path, _ in leaves]  # as site_row names them
     return Decoder(mode, lowered, names, devices)
-
-
-def parameter_name(path: str) -> str:
-    """A gradient's pytree path as a parameter name.
-
-    >>> parameter_name("['decoder']['logits_dense']['kernel'].value")
-    'decoder/logits_dense/kernel'
-    """
-    return "/".join(re.findall(r"\['([^']+)'\]", path)) or path
 
 
 def site_row(site: TransposeSite) -> dict:
