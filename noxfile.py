@@ -1,22 +1,62 @@
+#!/usr/bin/env -S uv run --script
+# /// script
+# dependencies = ["nox[uv]>=2025.10.14"]
+# ///
 """Every task of the project: lint, tests, docs, and the helpers around them.
 
-``nox`` runs the default sessions (lint, tests); ``nox -s docs`` builds the site.
+``nox`` runs the default sessions (lint, tests); ``nox -s docs`` builds the site. With nothing
+installed, ``uv run noxfile.py`` (or ``pipx run noxfile.py``) does the same.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import platform
+import re
 import shutil
 import subprocess
+import sys
 import time
-import tomllib
 from pathlib import Path
 
 import nox
+from packaging.specifiers import SpecifierSet
 
-nox.needs_version = ">=2024.10"
+nox.needs_version = ">=2025.10.14"  # the first with download_python (--download-python)
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True  # a missing Python fails, not skips
+
+PYPROJECT = nox.project.load_toml("pyproject.toml")
+PYTHON = PYPROJECT["project"]["requires-python"]
+"""The Pythons every session runs on (``>=3.12``), whichever Python runs nox itself."""
+FLOOR = PYTHON.removeprefix(">=")
+
+
+def require_python() -> None:
+    """Exit with one line where no Python that ``PYTHON`` accepts is here or can be downloaded.
+
+    nox finds such a Python on the PATH, or has uv download one (``--download-python``); this
+    check runs first only so that, offline, the reason is one line instead of uv's.
+    """
+    uv = shutil.which("uv") or Path(sys.executable).with_name("uv")  # nox[uv] puts it beside
+    if platform.python_version() in SpecifierSet(PYTHON) or not Path(uv).exists():
+        return
+    commands = [(uv, "python", "find", "--no-project", PYTHON)]
+    never = re.search(r"--download-python[= ]never", " ".join(sys.argv))
+    if not never and os.environ.get("NOX_DOWNLOAD_PYTHON") != "never":
+        commands.append((uv, "python", "install", "--quiet", PYTHON))
+    if not any(
+        subprocess.run(c, capture_output=True, check=False).returncode == 0 for c in commands
+    ):
+        sys.exit(
+            f"nox > error: no Python {PYTHON} here, and uv could not download one: install one"
+            f" (pyenv install {FLOOR}, apt-get install python{FLOOR}, or uv python install {FLOOR})"
+        )
+
+
+require_python()
 
 HTML = Path("_build/html")
 BROWSER_SITE = Path("_build/browser-site")
@@ -72,7 +112,7 @@ def build_site(session: nox.Session, *options: str, out: Path = HTML) -> None:
     )
 
 
-@nox.session(default=True)
+@nox.session(python=PYTHON, default=True)
 def lint(session: nox.Session) -> None:
     """Every hook in .pre-commit-config.yaml, on every tracked file.
 
@@ -85,14 +125,14 @@ def lint(session: nox.Session) -> None:
     session.run("pre-commit", "run", "--all-files", *session.posargs)
 
 
-@nox.session(default=True)
+@nox.session(python=PYTHON, default=True)
 def tests(session: nox.Session) -> None:
     """Snippet tests, doctests, every guide executed, and the site built with -W."""
     install(session, "test")
     session.run("pytest", *(session.posargs or ["-v"]))
 
 
-@nox.session(default=False)
+@nox.session(python=PYTHON, default=False)
 def docs(session: nox.Session) -> None:
     """Build the HTML site, executing the guides (cached); warnings are errors."""
     install(session, "docs")
@@ -100,7 +140,7 @@ def docs(session: nox.Session) -> None:
     session.log(f"Site built: open {HTML / 'index.html'}")
 
 
-@nox.session(default=False)
+@nox.session(python=PYTHON, default=False)
 def serve(session: nox.Session) -> None:
     """Rebuild the site on every change and serve it at http://127.0.0.1:8000."""
     install(session, "serve")
@@ -112,14 +152,14 @@ def serve(session: nox.Session) -> None:
     )
 
 
-@nox.session(default=False)
+@nox.session(python=PYTHON, default=False)
 def notebooks(session: nox.Session) -> None:
     """Executed ``.ipynb`` copies of every guide in ``_build/notebooks``, for Jupyter users."""
     install(session, "docs")
     session.run("python", "tests/guide_runner.py", "--out", "_build/notebooks", *session.posargs)
 
 
-@nox.session(default=False)
+@nox.session(python=PYTHON, default=False)
 def browser(session: nox.Session) -> None:
     """Every built page in headless Chromium at 1280 and 390 px, light and dark.
 
@@ -139,7 +179,7 @@ def browser(session: nox.Session) -> None:
     session.run("pytest", "tests/browser", *(session.posargs or ["-v"]))
 
 
-@nox.session(default=False)
+@nox.session(python=PYTHON, default=False)
 def bench(session: nox.Session) -> None:
     """find_barriers against the lowering it reads at llama2-7b's shape, and the command line on
     that model's XLA dump: medians and ranges as a table (``python -m snippets.measure.barrier_bench``)."""
@@ -168,13 +208,12 @@ def _release(version: str) -> tuple[int, ...]:
 
 def project_pins(*names: str) -> list[str]:
     """The named requirements exactly as ``pyproject.toml`` pins them for the project."""
-    requirements = tomllib.loads(Path("pyproject.toml").read_text())["project"]["dependencies"]
-    return [r for r in requirements if r.split("==")[0] in names]
+    return [r for r in PYPROJECT["project"]["dependencies"] if r.split("==")[0] in names]
 
 
 def maxtext_requirements() -> tuple[str, list[str]]:
     """MaxText's pin and the requirement list ``pyproject.toml`` locks for it (dependency-metadata)."""
-    entries = tomllib.loads(Path("pyproject.toml").read_text())["tool"]["uv"]["dependency-metadata"]
+    entries = PYPROJECT["tool"]["uv"]["dependency-metadata"]
     entry = next(entry for entry in entries if entry["name"] == "maxtext")
     return f"maxtext=={entry['version']}", entry["requires-dist"]
 
@@ -217,3 +256,7 @@ def matrix(session: nox.Session, jax: str, flax: str) -> None:
     session.log(f"Recorded JAX {jax} in {MATRIX_RESULTS}")
     if result.returncode and f"jax=={jax}" in project_pins("jax"):
         session.error(f"the pinned JAX must tell the guides' story: {last_line}")
+
+
+if __name__ == "__main__":
+    nox.main()
