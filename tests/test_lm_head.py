@@ -256,6 +256,21 @@ def test_orientation_report_tells_a_wrong_orientation_from_rounding(monkeypatch)
         assert report[f"{key}_max_abs_diff"] > 0
 
 
+class DrawnInItsStoredShape(DenseGeneral):
+    """A layer that draws its kernel in its stored shape: for VE, same seed but another matrix."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.kernel[...] = jax.random.normal(jax.random.key(0), self.kernel.shape)
+
+
+def test_orientation_report_tells_a_kernel_drawn_in_the_stored_shape(monkeypatch):
+    monkeypatch.setattr(lm_head, "DenseGeneral", DrawnInItsStoredShape)
+    report = orientation_report(emb=16, vocab=32, tokens=8)
+    assert not report["same_seed_identical"]
+    assert report["exact_inputs_identical"]  # its own kernels: the same matrix both ways
+
+
 @pytest.mark.parametrize(("emb", "vocab", "tokens"), [(16, 6, 5), (16, 32, 8), (48, 100, 3)])
 def test_orientations_agree_within_rounding_at_every_size(emb, vocab, tokens):
     """XLA:CPU may pick another dot kernel for the transposed operand; only rounding may differ."""
