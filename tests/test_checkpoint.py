@@ -118,12 +118,13 @@ def test_missing_record_raises(tmp_path):
         restore(tmp_path / "ckpt", head(True))
 
 
-def test_mismatched_record_raises(tmp_path):
+@pytest.mark.parametrize(("emb", "vocab"), [(64, 32), (32, 128), (16, 64)], ids=str)
+def test_mismatched_record_raises(tmp_path, emb, vocab):
+    """Either feature size differing is refused by name, each alone too."""
     save(tmp_path / "ckpt", head(False, emb=32, vocab=64))
-    with pytest.raises(
-        OrientationError, match=r"records in_features \[32\] and out_features \[64\]"
-    ):
-        restore(tmp_path / "ckpt", head(True, emb=64, vocab=32))
+    records = r"records in_features \[32\] and out_features \[64\]"
+    with pytest.raises(OrientationError, match=rf"{records}, the model \[{emb}\] and \[{vocab}\]"):
+        restore(tmp_path / "ckpt", head(True, emb=emb, vocab=vocab))
 
 
 def test_a_kernel_without_a_record_raises(tmp_path):
