@@ -14,6 +14,7 @@ from snippets.checkpoint import (
     CANONICAL,
     TRANSPOSED,
     OrientationError,
+    _permuted,
     kernel_layouts,
     read_orientation,
     restore,
@@ -75,6 +76,19 @@ def test_restore_straight_into_a_sharded_target(tmp_path):
     restore(tmp_path / "ckpt", target)
     assert target.kernel[...].sharding == sharding
     np.testing.assert_array_equal(target.kernel[...], head(True).kernel[...])
+
+
+@pytest.mark.needs_devices(4)
+def test_a_flipped_kernel_is_read_with_its_targets_sharding_permuted():
+    """Each device reads the part it keeps: the stored [embed, vocab] split on vocab, as the
+    [vocab, embed] target is; a 3-d kernel's short spec padded first."""
+    mesh = make_mesh((2, 2), ("data", "model"), "explicit")
+    target = jax.device_put(jnp.zeros((8, 4)), NamedSharding(mesh, P("model", None)))
+    read = _permuted(target, (1, 0))
+    assert (read.shape, read.sharding.spec) == ((4, 8), P(None, "model"))
+    deep = jax.device_put(jnp.zeros((8, 2, 4)), NamedSharding(mesh, P("model")))
+    read = _permuted(deep, (1, 2, 0))
+    assert (read.shape, read.sharding.spec) == ((2, 4, 8), P(None, None, "model"))
 
 
 def test_square_kernel_follows_the_record_not_the_shape(tmp_path):
