@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from snippets.measure import version_check
-from snippets.measure.version_check import CHECKS, STORY_CHECKS, flat_facts, story_breaks
+from snippets.measure.version_check import CHECKS, STORY_CHECKS, Results, flat_facts, story_breaks
 
 MATRIX = Path(__file__).resolve().parent.parent / "docs" / "version_matrix.json"
 
@@ -163,6 +163,7 @@ def check_record_types(results: dict) -> None:
 
 def test_every_committed_release_has_the_typed_facts_and_tells_the_story():
     """The version-matrix page renders this file with the code here: its keys are the types'."""
+    assert Results.__required_keys__ == set(CHECKS)
     for release in json.loads(MATRIX.read_text())["releases"]:
         assert set(release["results"]) == set(CHECKS)
         check_record_types(release["results"])
