@@ -12,7 +12,7 @@ import importlib.metadata
 import platform
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypedDict
 
 from snippets.support.cli import Parser, reported
@@ -153,6 +153,11 @@ class FailedRelease(TypedDict):
     error: str
 
 
+def _picked[R](kind: type[R], source: Mapping) -> R:
+    """The record ``kind`` made of ``source``'s entries of the same names, in its order."""
+    return kind(**{key: source[key] for key in kind.__annotations__})
+
+
 def barrier_facts() -> BarrierFacts:
     """Per (mode x variant): Sharding calls, barrier sites, compiled transposes; the pass order."""
     from snippets.lowering import StepConfig
@@ -184,15 +189,7 @@ def causal_control_facts() -> CausalControlFacts:
     from snippets.lowering import StepConfig
     from snippets.measure.causal_control import causal_control
 
-    runs = [
-        ControlRun(
-            mode=row["mode"],
-            variant=row["variant"],
-            gradient_in_kernel_order=row["gradient_in_kernel_order"],
-            gradient_transposes=row["gradient_transposes"],
-        )
-        for row in causal_control(StepConfig())
-    ]
+    runs = [_picked(ControlRun, row) for row in causal_control(StepConfig())]
     return CausalControlFacts(runs=runs)
 
 
@@ -200,13 +197,7 @@ def reduce_scatter_facts() -> ReduceScatterFacts:
     """The lesson's 2x2 exchange: each rank's finished rows and the bytes each rank sends."""
     from snippets.measure.reduce_scatter import walkthrough
 
-    report = walkthrough(ranks=2, explicit=False)
-    return ReduceScatterFacts(
-        shards=report["shards"],
-        reference_equal=report["reference_equal"],
-        bytes_per_rank=report["bytes_per_rank"],
-        hlo_bytes_per_rank=report["hlo_bytes_per_rank"],
-    )
+    return _picked(ReduceScatterFacts, walkthrough(ranks=2, explicit=False))
 
 
 def explicit_mode_facts() -> ExplicitModeFacts:
@@ -215,27 +206,14 @@ def explicit_mode_facts() -> ExplicitModeFacts:
     from snippets.measure.reduce_scatter import explicit_mode
 
     mesh = contraction_mesh(2)
-    report = explicit_mode(*split_contraction(SEED_A, SEED_B, mesh), mesh)
-    return ExplicitModeFacts(
-        resharded=report["resharded"], compiled_collectives=report["compiled_collectives"]
-    )
+    return _picked(ExplicitModeFacts, explicit_mode(*split_contraction(SEED_A, SEED_B, mesh), mesh))
 
 
 def lm_head_facts() -> LMHeadFacts:
     """Both kernel orientations: same seed, same matrix; outputs equal up to rounding."""
     from snippets.lm_head import orientation_report
 
-    report = orientation_report()
-    return LMHeadFacts(
-        same_seed_identical=report["same_seed_identical"],
-        exact_inputs_identical=report["exact_inputs_identical"],
-        forward_within_rounding_bound=report["forward_within_rounding_bound"],
-        grad_within_rounding_bound=report["grad_within_rounding_bound"],
-        forward_bit_identical_here=report["forward_bit_identical_here"],
-        grad_bit_identical_here=report["grad_bit_identical_here"],
-        forward_max_abs_diff=report["forward_max_abs_diff"],
-        grad_max_abs_diff=report["grad_max_abs_diff"],
-    )
+    return _picked(LMHeadFacts, orientation_report())
 
 
 def vocab_parallel_facts() -> VocabParallelFacts:
