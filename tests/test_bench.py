@@ -13,6 +13,7 @@ SECONDS = {
     ("auto", "EV"): [1.0, 2.0, 1.0],
     ("explicit", "EV"): [1.2, 2.4, 1.1],  # 1.2, 1.2, 1.1 times the reference
     ("explicit", "VE"): [0.5, 1.0, 0.6],  # 0.5, 0.5, 0.6 times
+    ("auto", "VE"): [2.0, 4.0, 2.0],  # twice
 }
 
 
@@ -34,12 +35,14 @@ def test_every_run_is_timed_against_auto_ev_round_by_round(rows):
     assert (faster["ratio_to_auto_EV"], faster["ratio_min"], faster["ratio_max"]) == (0.5, 0.5, 0.6)
     assert (slower["median_ms"], slower["min_ms"], slower["max_ms"]) == (1200, 1100, 2400)
     assert slower["repeats"] == 3
+    assert rows["auto", "VE"]["ratio_to_auto_EV"] == 2.0
 
 
 def test_verdicts_above_below_and_no_difference(rows):
     assert rows["explicit", "EV"]["verdict"] == "above 1"
     assert rows["explicit", "VE"]["verdict"] == "below 1"
-    assert rows["auto", "VE"]["verdict"] == "no measurable difference from 1"
+    assert rows["auto", "VE"]["verdict"] == "above 1"
+    assert rows["auto", "kernel-order-grad"]["verdict"] == "no measurable difference from 1"
     assert rows["auto", "EV"]["verdict"] == "reference"
     assert [row["verdict"] for row in rows.values()].count("reference") == 1
 
