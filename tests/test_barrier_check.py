@@ -105,6 +105,33 @@ def test_json_gives_the_same_sites_as_records(files, capsys):
     assert site["source"].startswith("snippets/lm_head.py:")
 
 
+ALL_REDUCE_BETWEEN = """HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY main {
+  p = f32[2,4]{1,0} parameter(0)
+  d = f32[4,4]{1,0} dot(p, p), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  r = f32[4,4]{1,0} all-reduce(d), replica_groups={{0,1}}, to_apply=add
+  t = f32[4,4]{0,1} transpose(r), dimensions={1,0}
+  u = f32[4,4]{0,1} transpose(d), dimensions={1,0}
+  ROOT o = (f32[4,4]{0,1}, f32[4,4]{0,1}) tuple(t, u)
+}
+"""
+
+
+def test_blocked_is_anything_between_and_a_barrier_only_a_sharding_call(tmp_path, capsys):
+    """An all-reduce between blocks the fold too, but it is no barrier: exit 0."""
+    (tmp_path / "step.hlo.txt").write_text(ALL_REDUCE_BETWEEN)
+    code, out, _ = check(capsys, "--json", str(tmp_path / "step.hlo.txt"))
+    ((record,),) = [json.loads(out)]
+    assert (code, record["barriers"]) == (0, 0)
+    found = {tuple(site["between"]): (site["kind"], site["blocked"]) for site in record["sites"]}
+    assert found == {("all-reduce",): ("all-reduce", True), (): ("foldable", False)}
+
+
 def write(tmp_path: Path, name: str, content: str | bytes) -> str:
     path = tmp_path / name
     path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)

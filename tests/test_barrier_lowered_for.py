@@ -3,9 +3,12 @@ relayout table."""
 
 import json
 
+import jax
+import jax.numpy as jnp
 import pytest
 
-from snippets.lowering import StepConfig
+from snippets.devices import make_mesh
+from snippets.lowering import Step, StepConfig
 from snippets.measure import barrier
 
 BASE = StepConfig()
@@ -19,6 +22,18 @@ def test_tpu_and_gpu_receive_the_cpu_lowering(mode):
     for platform in lowered.values():
         assert (platform["identical_to_cpu"], platform["diff"]) == (True, [])
         assert (platform["sharding_calls"] > 0) == (mode == "explicit")
+
+
+def test_an_operation_lowered_per_platform_is_not_identical(monkeypatch):
+    """The negative case: JAX 0.12 lowers ``cumsum`` per platform, a reduce-window on CPU and
+    TPU, its own op on CUDA."""
+    mesh = make_mesh((1,), ("data",), "explicit")
+    step = Step(BASE, mesh, jax.jit(jnp.cumsum), (jnp.arange(8.0),))
+    monkeypatch.setattr(barrier, "build_step", lambda config: step)
+    lowered = barrier.lowered_for(BASE)
+    assert (lowered["tpu"]["identical_to_cpu"], lowered["tpu"]["diff"]) == (True, [])
+    assert not lowered["cuda"]["identical_to_cpu"]
+    assert lowered["cuda"]["diff"]
 
 
 def test_a_differing_lowering_is_reported_line_by_line():

@@ -65,6 +65,33 @@ def test_a_compile_that_succeeds_with_calls_fails_loudly(monkeypatch):
         cc.control(StepConfig())
 
 
+def final_module(transposed: bool) -> str:
+    """A compiled module whose dot writes the [64, 256] gradient, with a transpose left or not."""
+    left = "  t = f32[64,256]{1,0} transpose(w), dimensions={1,0}\n" if transposed else ""
+    return (
+        "HloModule m\nENTRY main {\n"
+        "  x = f32[128,64]{1,0} parameter(0)\n  g = f32[128,256]{1,0} parameter(1)\n"
+        "  w = f32[256,64]{1,0} parameter(2)\n"
+        "  d = f32[64,256]{1,0} dot(x, g), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"
+        f"{left}  ROOT r = f32[64,256]{{1,0}} add(d, d)\n}}\n"
+    )
+
+
+@pytest.mark.parametrize(("transposed", "in_order"), [(False, True), (True, False)])
+def test_in_kernel_order_means_a_kernel_order_dot_and_no_transpose(
+    monkeypatch, transposed, in_order
+):
+    """Both ways, on hand-written dumps: a dot that writes [emb, vocab] is not enough."""
+    dumps = {
+        "module_0001.jit_f.0001.simplification.after_dce.before_algsimp.txt": final_module(False),
+        "module_0001.jit_f.after_optimizations.txt": final_module(transposed),
+    }
+    ended = f"INTERNAL: {cc.EXPECTED_CODEGEN_ERROR} for Host"
+    monkeypatch.setattr(cc, "compile_with_dumps", lambda *_: (dumps, ended))
+    row = cc.control(StepConfig())
+    assert (row["gradient_in_kernel_order"], row["gradient_transposes"]) == (in_order, transposed)
+
+
 def test_with_the_remover_on_a_compile_with_calls_is_the_expected_ending():
     assert cc.check_ending("explicit/EV", 100, None, remover=True) == "compiled"
 

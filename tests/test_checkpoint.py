@@ -14,6 +14,7 @@ from snippets.checkpoint import (
     CANONICAL,
     TRANSPOSED,
     OrientationError,
+    _permuted,
     kernel_layouts,
     read_orientation,
     restore,
@@ -77,6 +78,19 @@ def test_restore_straight_into_a_sharded_target(tmp_path):
     np.testing.assert_array_equal(target.kernel[...], head(True).kernel[...])
 
 
+@pytest.mark.needs_devices(4)
+def test_a_flipped_kernel_is_read_with_its_targets_sharding_permuted():
+    """Each device reads the part it keeps: the stored [embed, vocab] split on vocab, as the
+    [vocab, embed] target is; a 3-d kernel's short spec padded first."""
+    mesh = make_mesh((2, 2), ("data", "model"), "explicit")
+    target = jax.device_put(jnp.zeros((8, 4)), NamedSharding(mesh, P("model", None)))
+    read = _permuted(target, (1, 0))
+    assert (read.shape, read.sharding.spec) == ((4, 8), P(None, "model"))
+    deep = jax.device_put(jnp.zeros((8, 2, 4)), NamedSharding(mesh, P("model")))
+    read = _permuted(deep, (1, 2, 0))
+    assert (read.shape, read.sharding.spec) == ((2, 4, 8), P(None, None, "model"))
+
+
 def test_square_kernel_follows_the_record_not_the_shape(tmp_path):
     original = head(True, emb=32, vocab=32)
     save(tmp_path / "ckpt", original)
@@ -118,12 +132,13 @@ def test_missing_record_raises(tmp_path):
         restore(tmp_path / "ckpt", head(True))
 
 
-def test_mismatched_record_raises(tmp_path):
+@pytest.mark.parametrize(("emb", "vocab"), [(64, 32), (32, 128), (16, 64)], ids=str)
+def test_mismatched_record_raises(tmp_path, emb, vocab):
+    """Either feature size differing is refused by name, each alone too."""
     save(tmp_path / "ckpt", head(False, emb=32, vocab=64))
-    with pytest.raises(
-        OrientationError, match=r"records in_features \[32\] and out_features \[64\]"
-    ):
-        restore(tmp_path / "ckpt", head(True, emb=64, vocab=32))
+    records = r"records in_features \[32\] and out_features \[64\]"
+    with pytest.raises(OrientationError, match=rf"{records}, the model \[{emb}\] and \[{vocab}\]"):
+        restore(tmp_path / "ckpt", head(True, emb=emb, vocab=vocab))
 
 
 def test_a_kernel_without_a_record_raises(tmp_path):

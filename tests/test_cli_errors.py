@@ -11,7 +11,8 @@ from pydantic import ValidationError
 from snippets import devices, lm_head, lowering
 from snippets.lm_head import LMHeadConfig
 from snippets.measure import barrier, bench, modes, multihost, reduce_scatter, version_check
-from snippets.support.cli import one_line
+from snippets.support import cli
+from snippets.support.cli import check_memory, one_line
 
 HUGE = "1000000000"
 
@@ -184,3 +185,12 @@ def test_a_closed_pipe_ends_the_run_quietly():
         stderr = process.stderr.read()
     assert stderr == ""
     assert process.returncode == 1
+
+
+def test_memory_is_refused_from_one_byte_more_than_is_free(monkeypatch):
+    monkeypatch.setattr(cli, "available_memory", lambda: 1000)
+    check_memory(1000, "a step")  # fits exactly
+    with pytest.raises(
+        ValueError, match=r"^a step needs about .* GiB but .* GiB .*; choose smaller"
+    ):
+        check_memory(1001, "a step")

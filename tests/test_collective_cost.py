@@ -13,7 +13,7 @@ from jax.sharding import PartitionSpec as P
 from snippets.collective_cost import finish_cost, finish_functions, main, predict, time_finishes
 from snippets.devices import make_mesh
 from snippets.measure.gradient_finish import design_doc_comparison, lm_head_gradient_costs
-from snippets.ring_model import ring_hops
+from snippets.ring_model import ring_bytes_per_rank, ring_hops
 from snippets.support.sources import BANDWIDTH_CASES, DESIGN_DOC_MEASURED, TPU_V5P
 from snippets.support.timing import verdict
 
@@ -36,6 +36,20 @@ def test_ring_bytes_and_hops_as_the_sources_count_them(tensor, ranks, sent, hops
     assert costs["reduce-scatter"]["transfer_us"] == pytest.approx(
         1e6 * sent["reduce-scatter"] / 9e10
     )
+
+
+@pytest.mark.parametrize(
+    ("kind", "result_bytes", "ranks", "sent"),
+    [
+        ("all-gather", 16, 2, 8),  # the result is the whole tensor; a rank sends its half
+        ("all-gather", 10, 4, 7.5),
+        ("all-to-all", 12, 4, 9),
+        ("collective-permute", 8, 2, 8),  # the buffer, once, whatever the ring
+        ("collective-permute", 8, 4, 8),
+    ],
+)
+def test_ring_bytes_of_the_other_collectives(kind, result_bytes, ranks, sent):
+    assert ring_bytes_per_rank(kind, result_bytes, ranks) == sent
 
 
 def test_the_source_sizes():

@@ -3,13 +3,20 @@
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import jax
 import pytest
 from jax.sharding import AxisType
 from pydantic import ValidationError
 
-from snippets.devices import TooFewDevicesError, make_mesh, pick_devices, setup_devices
+from snippets.devices import (
+    TooFewDevicesError,
+    describe_devices,
+    make_mesh,
+    pick_devices,
+    setup_devices,
+)
 
 COUNT_FLAG = "--xla_force_host_platform_device_count"
 
@@ -135,3 +142,25 @@ def test_mesh_names_must_match_the_shape():
 def test_processes_the_tests_start_choose_their_own_count():
     assert "JAX_NUM_CPU_DEVICES" not in os.environ
     assert COUNT_FLAG not in os.environ.get("XLA_FLAGS", "")
+
+
+def test_simulated_cpus_are_described_as_simulated():
+    report = describe_devices()
+    assert report == {
+        "backend": "cpu",
+        "device_kind": jax.devices()[0].device_kind,
+        "devices": len(jax.devices()),
+        "simulated": True,
+    }
+
+
+def test_chips_are_described_as_not_simulated(monkeypatch):
+    chips = [SimpleNamespace(platform="tpu", device_kind="TPU v5p")] * 4
+    monkeypatch.setattr(jax, "devices", lambda: chips)
+    monkeypatch.setattr(jax, "default_backend", lambda: "tpu")
+    assert describe_devices() == {
+        "backend": "tpu",
+        "device_kind": "TPU v5p",
+        "devices": 4,
+        "simulated": False,
+    }

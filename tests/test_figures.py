@@ -20,7 +20,13 @@ import pytest
 from PIL import Image
 
 from snippets.measure.reduce_scatter import walkthrough
-from snippets.support.figures import METADATA_KEY, MIN_FONT_PT, exchange_figure, source_tpu_figure
+from snippets.support.figures import (
+    METADATA_KEY,
+    MIN_FONT_PT,
+    exchange_figure,
+    pass_window_figure,
+    source_tpu_figure,
+)
 from tests.guide_runner import guide_paths
 
 GUIDES = Path(__file__).resolve().parent.parent / "guides"
@@ -134,3 +140,23 @@ def test_the_source_figure_gives_back_the_prs_quoted_penalties():
         "dp4": {"explicit [E,V]": 9.34, "explicit [V,E]": -0.23},
         "emb4096": {"explicit [E,V]": 1.56, "explicit [V,E]": 0.56},
     }
+
+
+@pytest.mark.parametrize(
+    ("partitioner_first", "order"),
+    [(True, ["spmd-partitioning", "algsimp"]), (False, ["algsimp", "spmd-partitioning"])],
+)
+def test_pass_window_figure_draws_the_cpu_passes_in_the_order_they_ran(partitioner_first, order):
+    window = {
+        "partitioner_pass": "spmd-partitioning",
+        "first_spmd_partitioner": 3,
+        "first_algsimp": 7,
+        "partitioner_first": partitioner_first,
+    }
+    (ax,) = pass_window_figure(window).figure.axes
+    cpu_row = sorted(  # the CPU's two pass boxes, at y = 5, left to right
+        (text.get_position()[0], text.get_text().split("\n")[0])
+        for text in ax.texts
+        if text.get_position()[1] == 5.0 and text.get_text()  # not the arrow
+    )
+    assert [name for _, name in cpu_row] == order

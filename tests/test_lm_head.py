@@ -8,6 +8,7 @@ from flax import nnx
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from snippets import lm_head
 from snippets.devices import make_mesh
 from snippets.lm_head import (
     DenseGeneral,
@@ -233,6 +234,41 @@ def test_orientation_report():
     assert report["exact_inputs_identical"]
     assert report["forward_within_rounding_bound"]
     assert report["grad_within_rounding_bound"]
+
+
+class OffByAPartInAThousand(DenseGeneral):
+    """A transposed layer whose outputs are 0.1% too large: an orientation that is wrong."""
+
+    def __call__(self, inputs, *args, **kwargs):
+        out = super().__call__(inputs, *args, **kwargs)
+        return out * 1.001 if self.kernel_transposed else out
+
+
+def test_orientation_report_tells_a_wrong_orientation_from_rounding(monkeypatch):
+    """The report compares the two orientations with each other, and a wrong one fails it."""
+    monkeypatch.setattr(lm_head, "DenseGeneral", OffByAPartInAThousand)
+    report = orientation_report(emb=16, vocab=32, tokens=8)
+    assert report["same_seed_identical"]
+    assert not report["exact_inputs_identical"]
+    for key in ("forward", "grad"):
+        assert not report[f"{key}_within_rounding_bound"]
+        assert not report[f"{key}_bit_identical_here"]
+        assert report[f"{key}_max_abs_diff"] > 0
+
+
+class DrawnInItsStoredShape(DenseGeneral):
+    """A layer that draws its kernel in its stored shape: for VE, same seed but another matrix."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.kernel[...] = jax.random.normal(jax.random.key(0), self.kernel.shape)
+
+
+def test_orientation_report_tells_a_kernel_drawn_in_the_stored_shape(monkeypatch):
+    monkeypatch.setattr(lm_head, "DenseGeneral", DrawnInItsStoredShape)
+    report = orientation_report(emb=16, vocab=32, tokens=8)
+    assert not report["same_seed_identical"]
+    assert report["exact_inputs_identical"]  # its own kernels: the same matrix both ways
 
 
 @pytest.mark.parametrize(("emb", "vocab", "tokens"), [(16, 6, 5), (16, 32, 8), (48, 100, 3)])

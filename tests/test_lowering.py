@@ -85,6 +85,13 @@ def test_single_device_folds_the_transpose(mode):
     assert control["kernel_order_dots"] == [f"f32[{BASE.emb},{BASE.vocab}]{{1,0}}"]
 
 
+def test_single_device_ve_writes_no_embed_vocab_gradient():
+    """The negative case: VE's gradient is [vocab, emb], its own order; no dot writes [emb, vocab]."""
+    control = single_device_control(BASE.replace(variant="VE"))
+    assert not control["folded"]
+    assert control["kernel_order_dots"] == []
+
+
 def test_cpu_partitions_before_it_simplifies():
     window = pass_window(BASE)
     assert window["partitioner_first"] is True

@@ -167,6 +167,8 @@ def test_llama2_7b_bytes_come_from_the_model_config():
     sizes = llama2_7b_gradient_bytes()
     assert sizes["lm_head"] == 4096 * 32000 * 4
     assert sizes["mlp"] == 3 * 32 * 4096 * 11008 * 4
+    # q and o: 32 heads of 128; k and v: 32 kv heads of 128 (llama2-7b has no grouped queries)
+    assert sizes["attention"] == 32 * 4096 * (2 * 32 * 128 + 2 * 32 * 128) * 4
 
 
 @pytest.mark.parametrize("flags", [None, "--xla_cpu_enable_fast_math=false"])

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from snippets.measure import multihost
 from snippets.measure.multihost import ROOT, Workers, compare, coordinator_port
 from snippets.support.cli import SetupError
 
@@ -58,6 +59,56 @@ def test_the_cluster_compiles_the_same_step_as_one_process(comparison):
 def test_the_cluster_computes_the_same_loss(comparison):
     for mode, loss in comparison["loss_single"].items():
         assert comparison["loss_multi"][mode] == pytest.approx(loss, rel=1e-6)
+
+
+def worker_result(rows, local_devices=2, hlo="HLO", loss=1.5, sums_match=True):
+    """What one worker returns (:func:`~snippets.measure.multihost.run_worker`), made up."""
+    record = {"sharding_calls": 3, "collectives": ["all-reduce"], "compiled_hlo": hlo, "loss": loss}
+    return {
+        "global_devices": 4,
+        "local_devices": local_devices,
+        "local_batch": {"rows": rows, "global_shape": [8, 3], "sums_match": sums_match},
+        "records": {
+            "explicit": record | {"barrier_sites": 1},
+            "auto": record | {"barrier_sites": 0},
+        },
+    }
+
+
+class Finished:
+    """Workers that have run: ``run`` gives back the results they were made with."""
+
+    def __init__(self, results):
+        self.results = results
+
+    def run(self, timeout):
+        return self.results
+
+
+@pytest.mark.parametrize("agree", [True, False])
+def test_compare_tells_a_cluster_that_agrees_from_one_that_does_not(monkeypatch, agree):
+    """The comparison's verdicts, both ways, on made-up worker results (no processes)."""
+    second = (
+        worker_result([4, 8]) if agree else worker_result([4, 8], hlo="other", sums_match=False)
+    )
+    single = worker_result([0, 8], 4) if agree else worker_result([0, 8], 4, hlo="else", loss=2.5)
+    results = [worker_result([0, 4]), second, single]
+    monkeypatch.setattr(multihost, "Workers", lambda *args: Finished(results))
+    comparison = compare()
+    assert comparison["workers_agree"] is agree
+    assert comparison["batch_sums_match"] is agree
+    assert comparison["same_compiled_hlo"] is agree
+    assert comparison["process_rows"] == [[0, 4], [4, 8]]
+    assert comparison["loss_multi"] == {"explicit": 1.5, "auto": 1.5}
+    assert comparison["loss_single"] == {
+        "explicit": 1.5 if agree else 2.5,
+        "auto": 1.5 if agree else 2.5,
+    }
+    assert (
+        comparison["barrier_sites"]
+        == comparison["barrier_sites_single"]
+        == {"explicit": 1, "auto": 0}
+    )
 
 
 def test_a_killed_worker_stops_the_cluster_and_is_named(tmp_path):

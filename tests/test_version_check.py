@@ -4,11 +4,15 @@ import ast
 import importlib
 import inspect
 import json
+import typing
+from pathlib import Path
 
 import pytest
 
 from snippets.measure import version_check
-from snippets.measure.version_check import flat_facts, story_breaks
+from snippets.measure.version_check import CHECKS, STORY_CHECKS, Results, flat_facts, story_breaks
+
+MATRIX = Path(__file__).resolve().parent.parent / "docs" / "version_matrix.json"
 
 
 def story_record() -> dict:
@@ -116,3 +120,61 @@ def test_a_rotated_head_that_moves_more_bytes_breaks_the_story(record):
     assert story_breaks(record) == [
         "vocab_parallel: in auto mode the rotated head moves no fewer bytes"
     ]
+
+
+def test_a_simplifier_before_the_partitioner_breaks_the_story(record):
+    record["results"]["barrier"]["partitioner_first"] = False
+    assert story_breaks(record) == ["on CPU the simplifier now runs before the partitioner"]
+
+
+def test_other_rows_from_the_2x2_reduce_scatter_break_the_story(record):
+    record["results"]["reduce_scatter"]["shards"] = [[[43.0, 50.0]], [[19.0, 22.0]]]
+    assert story_breaks(record) == ["the 2x2 reduce-scatter gives [[[43.0, 50.0]], [[19.0, 22.0]]]"]
+
+
+@pytest.mark.parametrize(
+    ("check", "fact"),
+    [
+        ("vocab_parallel", "explicit EV bytes"),
+        ("vocab_parallel", "auto vocab-parallel bytes"),
+        ("reduce_scatter", "shards"),
+        ("barrier", "partitioner_first"),
+    ],
+)
+def test_a_story_fact_missing_from_a_record_is_an_error_not_a_story_that_holds(record, check, fact):
+    """A renamed key (``bytes`` to ``traffic``) must not turn a check off."""
+    results = record["results"][check]
+    results[f"{fact} renamed"] = results.pop(fact)
+    with pytest.raises(KeyError, match=fact):
+        story_breaks(record)
+
+
+def check_record_types(results: dict) -> None:
+    """Each check's facts have exactly the keys of the record type its producer returns."""
+    for name, facts in results.items():
+        kind = typing.get_type_hints(CHECKS[name])["return"]
+        if "error" in facts or not typing.is_typeddict(kind):  # capabilities: one key per check
+            continue
+        assert set(facts) == kind.__required_keys__, name
+        run_kind = typing.get_type_hints(kind).get("runs")
+        for run in facts.get("runs", []):
+            assert set(run) == typing.get_args(run_kind)[0].__required_keys__, name
+
+
+def test_every_committed_release_has_the_typed_facts_and_tells_the_story():
+    """The version-matrix page renders this file with the code here: its keys are the types'."""
+    assert Results.__required_keys__ == set(CHECKS)
+    for release in json.loads(MATRIX.read_text())["releases"]:
+        assert set(release["results"]) == set(CHECKS)
+        check_record_types(release["results"])
+        assert story_breaks(release) == [], release["versions"]
+
+
+@pytest.mark.needs_devices(4)
+def test_the_cheaper_story_producers_tell_the_story_through_story_breaks(record):
+    """Real facts, not hand-written ones: a producer that renames a key fails here."""
+    produced = {name: CHECKS[name]() for name in ("reduce_scatter", "lm_head", "vocab_parallel")}
+    check_record_types(produced)
+    record["results"] |= produced
+    assert set(produced) < set(STORY_CHECKS)
+    assert story_breaks(record) == []

@@ -12,71 +12,211 @@ import importlib.metadata
 import platform
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypedDict
 
 from snippets.support.cli import Parser, reported
 from snippets.support.tables import print_report
 
+# Each check's facts are a typed record: the keys below are the keys of docs/version_matrix.json.
 
-def barrier_facts() -> dict:
+
+class BarrierRun(TypedDict):
+    """One (mode, variant) of the barrier report, counted."""
+
+    mode: str
+    variant: str
+    sharding_calls: int
+    barrier_sites: int
+    compiled_transposes: int
+    relayout_copies: int
+    collectives: list[str]
+
+
+class BarrierFacts(TypedDict):
+    """:func:`barrier_facts`: the runs, and the CPU's pass order."""
+
+    backend: str
+    runs: list[BarrierRun]
+    partitioner_first: bool
+    single_device_folded: bool
+
+
+class ControlRun(TypedDict):
+    """One (mode, variant) of the causal control."""
+
+    mode: str
+    variant: str
+    gradient_in_kernel_order: bool
+    gradient_transposes: int
+
+
+class CausalControlFacts(TypedDict):
+    """:func:`causal_control_facts`."""
+
+    runs: list[ControlRun]
+
+
+class ReduceScatterFacts(TypedDict):
+    """:func:`reduce_scatter_facts`: each rank's rows, and the bytes each rank sends."""
+
+    shards: list[list[list[float]]]
+    reference_equal: bool
+    bytes_per_rank: dict[str, int]
+    hlo_bytes_per_rank: dict[str, int]
+
+
+class ExplicitModeFacts(TypedDict):
+    """:func:`explicit_mode_facts`: the finished rows, and each program's collectives."""
+
+    resharded: list[list[float]]
+    compiled_collectives: dict[str, dict[str, int]]
+
+
+class LMHeadFacts(TypedDict):
+    """:func:`lm_head_facts`: :func:`snippets.lm_head.orientation_report` less its shapes."""
+
+    same_seed_identical: bool
+    exact_inputs_identical: bool
+    forward_within_rounding_bound: bool
+    grad_within_rounding_bound: bool
+    forward_bit_identical_here: bool
+    grad_bit_identical_here: bool
+    forward_max_abs_diff: float
+    grad_max_abs_diff: float
+
+
+VocabParallelFacts = TypedDict(
+    "VocabParallelFacts",
+    {
+        "explicit EV bytes": int,
+        "explicit vocab-parallel bytes": int,
+        "explicit vocab-parallel weight-gradient collectives": int,
+        "auto EV bytes": int,
+        "auto vocab-parallel bytes": int,
+        "auto vocab-parallel weight-gradient collectives": int,
+    },
+)
+VocabParallelFacts.__doc__ = ":func:`vocab_parallel_facts`: the head's bytes per device, per mode."
+
+MaxTextFacts = TypedDict(
+    "MaxTextFacts",
+    {
+        "maxtext": str,
+        "explicit sharding_calls": int,
+        "explicit sites": int,
+        "explicit sites with Sharding between": int,
+        "explicit folded": list[str],
+        "auto sharding_calls": int,
+        "auto sites": int,
+        "auto sites with Sharding between": int,
+        "auto folded": list[str],
+    },
+)
+MaxTextFacts.__doc__ = ":func:`maxtext_facts`: calls, sites and folds, per mode."
+
+Capabilities = dict[str, dict[str, str]]
+""":func:`capability_facts`: each check of :mod:`snippets.measure.modes`, its outcome per mode."""
+
+
+class CheckError(TypedDict):
+    """A check that raised: its error's last line, in place of its facts."""
+
+    error: str
+
+
+class Results(TypedDict):
+    """Every check's facts, or its error."""
+
+    barrier: BarrierFacts | CheckError
+    causal_control: CausalControlFacts | CheckError
+    reduce_scatter: ReduceScatterFacts | CheckError
+    reduce_scatter_explicit_mode: ExplicitModeFacts | CheckError
+    lm_head: LMHeadFacts | CheckError
+    vocab_parallel: VocabParallelFacts | CheckError
+    capabilities: Capabilities | CheckError
+    maxtext: MaxTextFacts | CheckError
+
+
+class Record(TypedDict):
+    """One release's record, as :func:`run_checks` writes it."""
+
+    versions: dict[str, str]
+    date: str
+    results: Results
+
+
+class FailedRelease(TypedDict):
+    """A release that could not run the checks (``nox -s matrix`` writes it)."""
+
+    versions: dict[str, str]
+    error: str
+
+
+def _picked[R](kind: type[R], source: Mapping) -> R:
+    """The record ``kind`` made of ``source``'s entries of the same names, in its order."""
+    return kind(**{key: source[key] for key in kind.__annotations__})
+
+
+def barrier_facts() -> BarrierFacts:
     """Per (mode x variant): Sharding calls, barrier sites, compiled transposes; the pass order."""
     from snippets.lowering import StepConfig
     from snippets.measure.barrier import barrier_report
 
     report = barrier_report(StepConfig())
     runs = [
-        {key: run[key] for key in ("mode", "variant", "sharding_calls", "barrier_sites")}
-        | {
-            "compiled_transposes": len(run["compiled_transposes"]),
-            "relayout_copies": len(run["relayout_copies"]),
-            "collectives": sorted({op["kind"] for op in run["collectives"]}),
-        }
+        BarrierRun(
+            mode=run["mode"],
+            variant=run["variant"],
+            sharding_calls=run["sharding_calls"],
+            barrier_sites=run["barrier_sites"],
+            compiled_transposes=len(run["compiled_transposes"]),
+            relayout_copies=len(run["relayout_copies"]),
+            collectives=sorted({op["kind"] for op in run["collectives"]}),
+        )
         for run in report["runs"]
     ]
-    return {
-        "backend": report["backend"],
-        "runs": runs,
-        "partitioner_first": report["pass_order"]["partitioner_first"],
-        "single_device_folded": report["single_device_folded"],
-    }
+    return BarrierFacts(
+        backend=report["backend"],
+        runs=runs,
+        partitioner_first=report["pass_order"]["partitioner_first"],
+        single_device_folded=report["single_device_folded"],
+    )
 
 
-def causal_control_facts() -> dict:
+def causal_control_facts() -> CausalControlFacts:
     """The one-device control with sharding-remover off: is each gradient written in kernel order?"""
     from snippets.lowering import StepConfig
     from snippets.measure.causal_control import causal_control
 
-    keys = ("mode", "variant", "gradient_in_kernel_order", "gradient_transposes")
-    return {"runs": [{key: row[key] for key in keys} for row in causal_control(StepConfig())]}
+    runs = [_picked(ControlRun, row) for row in causal_control(StepConfig())]
+    return CausalControlFacts(runs=runs)
 
 
-def reduce_scatter_facts() -> dict:
+def reduce_scatter_facts() -> ReduceScatterFacts:
     """The lesson's 2x2 exchange: each rank's finished rows and the bytes each rank sends."""
     from snippets.measure.reduce_scatter import walkthrough
 
-    report = walkthrough(ranks=2, explicit=False)
-    keys = ("shards", "reference_equal", "bytes_per_rank", "hlo_bytes_per_rank")
-    return {key: report[key] for key in keys}
+    return _picked(ReduceScatterFacts, walkthrough(ranks=2, explicit=False))
 
 
-def explicit_mode_facts() -> dict:
+def explicit_mode_facts() -> ExplicitModeFacts:
     """The 2x2 exchange in explicit mode (``unreduced`` partials, ``reshard``), not in the story."""
     from snippets.exchange import SEED_A, SEED_B, contraction_mesh, split_contraction
     from snippets.measure.reduce_scatter import explicit_mode
 
     mesh = contraction_mesh(2)
-    report = explicit_mode(*split_contraction(SEED_A, SEED_B, mesh), mesh)
-    return {key: report[key] for key in ("resharded", "compiled_collectives")}
+    return _picked(ExplicitModeFacts, explicit_mode(*split_contraction(SEED_A, SEED_B, mesh), mesh))
 
 
-def lm_head_facts() -> dict:
+def lm_head_facts() -> LMHeadFacts:
     """Both kernel orientations: same seed, same matrix; outputs equal up to rounding."""
     from snippets.lm_head import orientation_report
 
-    return {k: v for k, v in orientation_report().items() if k not in ("EV", "VE")}
+    return _picked(LMHeadFacts, orientation_report())
 
 
-def vocab_parallel_facts() -> dict:
+def vocab_parallel_facts() -> VocabParallelFacts:
     """The head's collective bytes per device, default and vocab-parallel, on a 4-way fsdp mesh
     with a vocab 64 times the tokens; and whether the rotated kernel's gradient needs one."""
     from snippets.lowering import StepConfig
@@ -84,27 +224,29 @@ def vocab_parallel_facts() -> dict:
 
     wide = StepConfig(mesh="fsdp", emb=64, vocab=8192, batch=8, seq=16)
     traffic = head_traffic(wide, ("EV", "vocab-parallel"))
-    facts: dict = {}
-    for mode, by_variant in traffic.items():
-        facts |= {f"{mode} {v} bytes": found["bytes"] for v, found in by_variant.items()}
-        gradient = by_variant["vocab-parallel"]["weight_gradient_collectives"]
+    facts = {}
+    for mode in ("explicit", "auto"):
+        default, rotated = traffic[mode]["EV"], traffic[mode]["vocab-parallel"]
+        facts[f"{mode} EV bytes"] = default["bytes"]
+        facts[f"{mode} vocab-parallel bytes"] = rotated["bytes"]
+        gradient = rotated["weight_gradient_collectives"]
         facts[f"{mode} vocab-parallel weight-gradient collectives"] = len(gradient)
-    return facts
+    return VocabParallelFacts(facts)
 
 
-def capability_facts() -> dict:
+def capability_facts() -> Capabilities:
     """What each mode allows (:mod:`snippets.measure.modes`): every check's outcome, per mode."""
     from snippets.measure.modes import report
 
     return report()
 
 
-def maxtext_facts() -> dict:
+def maxtext_facts() -> MaxTextFacts:
     """MaxText's decoder (``snippets.measure.maxtext_decoder``'s defaults): calls, sites, folds per mode."""
     from snippets.measure.maxtext_decoder import DecoderConfig, decoder_report, what_it_is
 
     report = decoder_report(DecoderConfig(), causal=True)
-    facts: dict = {"maxtext": report["maxtext"]}
+    facts = {"maxtext": report["maxtext"]}
     for mode in ("explicit", "auto"):
         sites = report[mode]["sites"]
         facts[f"{mode} sharding_calls"] = report[mode]["sharding_calls"]
@@ -112,7 +254,7 @@ def maxtext_facts() -> dict:
         blocked = sum("Sharding" in s["between"] for s in sites)
         facts[f"{mode} sites with Sharding between"] = blocked
         facts[f"{mode} folded"] = sorted({what_it_is(s) for s in sites if s["folded"]})
-    return facts
+    return MaxTextFacts(facts)
 
 
 CHECKS: dict[str, Callable[[], dict]] = {
@@ -136,51 +278,55 @@ STORY_RUNS = {
 """Per check, the fact each run must show: its value on explicit/EV, and on every other run."""
 
 
-def run_checks() -> dict:
+def run_checks() -> Record:
     """Every check's facts, or the error that stopped it, with the versions and the date."""
-    results: dict[str, dict] = {}
+    results = {}
     for name, check in CHECKS.items():
         try:
             results[name] = check()
         except Exception as error:  # noqa: BLE001 (a release that cannot run a check gets a row saying why)
-            results[name] = {"error": traceback.format_exception_only(error)[-1].strip()}
+            results[name] = CheckError(error=traceback.format_exception_only(error)[-1].strip())
     versions = {name: importlib.metadata.version(name) for name in ("jax", "jaxlib", "flax")}
-    return {
-        "versions": {"python": platform.python_version(), **versions},
-        "date": datetime.date.today().isoformat(),
-        "results": results,
-    }
+    return Record(
+        versions={"python": platform.python_version(), **versions},
+        date=datetime.date.today().isoformat(),
+        results=Results(**results),
+    )
 
 
-def story_breaks(record: dict) -> list[str]:
-    """What in one release's record contradicts the guides' argument (empty: the story holds)."""
+def story_breaks(record: Record | FailedRelease) -> list[str]:
+    """What in one release's record contradicts the guides' argument (empty: the story holds).
+
+    Facts are read by name: a record without one is an error here, not a story that holds.
+    """
     if "error" in record:
         return [f"did not run: {record['error']}"]
     results = record["results"]
-    breaks = [
-        f"{name} failed: {results[name]['error']}"
-        for name in STORY_CHECKS
-        if "error" in results.get(name, {})
-    ]
+    failed = {name: results[name]["error"] for name in STORY_CHECKS if "error" in results[name]}
+    breaks = [f"{name} failed: {error}" for name, error in failed.items()]
     for check, (fact, explicit_ev, others) in STORY_RUNS.items():
-        for run in results.get(check, {}).get("runs", []):
+        for run in [] if check in failed else results[check]["runs"]:
             where = f"{run['mode']}/{run['variant']}"
             expected = explicit_ev if where == "explicit/EV" else others
             if run[fact] != expected:
                 breaks.append(f"{check}: {where} {fact} is {run[fact]}, the story says {expected}")
-    if results.get("barrier", {}).get("partitioner_first") is False:
+    if "barrier" not in failed and not results["barrier"]["partitioner_first"]:
         breaks.append("on CPU the simplifier now runs before the partitioner")
-    rotated = results.get("vocab_parallel", {})
-    for mode in ("explicit", "auto"):
-        if rotated.get(f"{mode} vocab-parallel bytes", 0) >= rotated.get(f"{mode} EV bytes", 1):
-            breaks.append(f"vocab_parallel: in {mode} mode the rotated head moves no fewer bytes")
-    shards = results.get("reduce_scatter", {}).get("shards")
-    if shards is not None and shards != [[[19.0, 22.0]], [[43.0, 50.0]]]:
-        breaks.append(f"the 2x2 reduce-scatter gives {shards}")
+    if "vocab_parallel" not in failed:
+        rotated = results["vocab_parallel"]
+        for mode in ("explicit", "auto"):
+            if rotated[f"{mode} vocab-parallel bytes"] >= rotated[f"{mode} EV bytes"]:
+                breaks.append(
+                    f"vocab_parallel: in {mode} mode the rotated head moves no fewer bytes"
+                )
+    if "reduce_scatter" not in failed:
+        shards = results["reduce_scatter"]["shards"]
+        if shards != [[[19.0, 22.0]], [[43.0, 50.0]]]:
+            breaks.append(f"the 2x2 reduce-scatter gives {shards}")
     return breaks
 
 
-def flat_facts(record: dict) -> dict[str, object]:
+def flat_facts(record: Record | FailedRelease) -> dict[str, object]:
     """One release's facts as ``{"check: fact": value}``: barrier runs spelled out per
     mode/variant, a fact per mode (the capabilities) per mode."""
     if "error" in record:
