@@ -132,15 +132,14 @@ JAX_RELEASE = importlib.metadata.version("jax")
 jax_release = JAX_RELEASE  # a config value (see setup): a new release re-reads every page
 
 
-def jax_source_lines(target: str) -> tuple[str, int, int]:
-    """Where ``target`` is in the installed JAX: its file as JAX's repository names it, and the
+def jax_source_lines(name: str, text: str = "") -> tuple[str, int, int]:
+    """Where ``name`` is in the installed JAX: its file as JAX's repository names it, and the
     first and last lines.
 
-    ``target`` is a qualified name (``jax._src.pjit.assert_shardings_equal``: the definition),
-    or one followed by ``?`` and a text that occurs once in its source: the statement holding
-    the text, or the header of the ``def`` or ``class`` that does. ``LookupError`` if absent.
+    ``name`` is a qualified name (``jax._src.pjit.assert_shardings_equal``): its definition. With
+    ``text``, which must occur once in ``name``'s source: the statement holding the text, or the
+    header of the ``def`` or ``class`` that does. ``LookupError`` if either is absent.
     """
-    name, _, text = target.partition("?")
     path, node, rest = _jax_module(name)
     for part in rest:  # the last definition of each name, as Python binds it
         found = [n for n in getattr(node, "body", []) if getattr(n, "name", None) == part]
@@ -186,27 +185,27 @@ def _statement_lines(node: ast.AST, line: int) -> tuple[int, int]:
     return inner.lineno, inner.end_lineno
 
 
-def jax_source_url(target: str) -> str:
-    """The address of ``target`` (see :func:`jax_source_lines`) on GitHub, at the installed
-    release's tag."""
-    path, first, last = jax_source_lines(target)
+def jax_source_url(name: str, text: str = "") -> str:
+    """The address of those lines (see :func:`jax_source_lines`) at the installed release's tag."""
+    path, first, last = jax_source_lines(name, text)
     lines = f"L{first}" if first == last else f"L{first}-L{last}"
     return f"https://github.com/jax-ml/jax/blob/jax-v{JAX_RELEASE}/{path}#{lines}"
 
 
 def _link_jax_source(app, doctree):
-    """A link to ``jax-source:TARGET`` goes to TARGET's lines in the installed JAX's release on
-    GitHub; a TARGET that JAX lacks is a warning, which fails the ``-W`` build."""
+    """A link to ``jax-source:NAME`` (``[label]: jax-source:NAME "TEXT"``: the title is the text
+    to find) goes to those lines of the installed JAX on GitHub; a NAME or TEXT that JAX lacks is
+    a warning, which fails the ``-W`` build."""
     for reference in doctree.findall(nodes.reference):
         uri = reference.get("refuri", "")
         if not uri.startswith("jax-source:"):
             continue
-        target = unquote(uri.removeprefix("jax-source:"))
+        name, text = unquote(uri.removeprefix("jax-source:")), reference.get("reftitle", "")
         try:
-            reference["refuri"] = jax_source_url(target)
+            reference["refuri"] = jax_source_url(name, text)
         except LookupError as error:
             logging.getLogger(__name__).warning(f"{uri}: {error}", location=reference)
-        reference["reftitle"] = f"JAX {JAX_RELEASE}: {target.partition('?')[0]}"
+        reference["reftitle"] = f"JAX {JAX_RELEASE}: {name}"
 
 
 # Where the site is published: GitHub Pages (the docs workflow sets SITE_BASE_URL) or Read the

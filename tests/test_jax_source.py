@@ -1,7 +1,8 @@
 """Every link to JAX's source names the installed release and the lines that hold what it cites.
 
-Pages cite JAX as ``jax-source:NAME`` or ``jax-source:NAME?TEXT`` (``conf.py`` turns them into
-GitHub addresses at the release's tag). Each cited name is looked up here through Python's own
+Pages cite JAX as ``[label]: jax-source:NAME``, or ``[label]: jax-source:NAME "TEXT"`` for the
+statement in NAME that holds TEXT; ``conf.py`` turns them into GitHub addresses at the release's
+tag. Each cited name is looked up here through Python's own
 ``inspect`` in the installed JAX, so a release that moves or drops one fails by name.
 """
 
@@ -21,12 +22,12 @@ import conf
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted([*ROOT.glob("guides/*.md"), *ROOT.glob("docs/*.md")])
-TARGET = re.compile(r"<jax-source:([^>]+)>|jax-source:([^\s)>]+)")
+TARGET = re.compile(r'jax-source:([^\s)>"]+)(?:\s+"([^"]*)")?')
 
 
-def cited() -> list[str]:
-    """Every ``jax-source:`` target on the site's pages."""
-    return sorted({a or b for page in PAGES for a, b in TARGET.findall(page.read_text())})
+def cited() -> list[tuple[str, str]]:
+    """Every ``jax-source:`` link's name and text (``""`` for none) on the site's pages."""
+    return sorted({found for page in PAGES for found in TARGET.findall(page.read_text())})
 
 
 def installed(name: str) -> object:
@@ -53,10 +54,10 @@ def test_the_pages_cite_jax_source():
     assert len(cited()) >= 10, cited()
 
 
-@pytest.mark.parametrize("target", cited())
-def test_each_cited_name_is_where_its_link_points(target):
-    name, _, text = target.partition("?")
-    path, first, last = conf.jax_source_lines(target)
+@pytest.mark.parametrize(("name", "text"), cited(), ids=" ".join)
+def test_each_cited_name_is_where_its_link_points(name, text):
+    target = f"{name} {text!r}"
+    path, first, last = conf.jax_source_lines(name, text)
     file = Path(jax.__file__).parent.parent / path
     lines = file.read_text().splitlines()[first - 1 : last]
     found = installed(name)
@@ -75,21 +76,23 @@ def test_each_cited_name_is_where_its_link_points(target):
 
 
 def test_each_link_names_the_installed_release():
-    for target in cited():
-        path, first, _ = conf.jax_source_lines(target)
+    for name, text in cited():
+        path, first, _ = conf.jax_source_lines(name, text)
         prefix = f"https://github.com/jax-ml/jax/blob/jax-v{jax.__version__}/{path}#L{first}"
-        assert conf.jax_source_url(target).startswith(prefix)
+        assert conf.jax_source_url(name, text).startswith(prefix)
 
 
 def test_a_missing_name_or_text_is_an_error_that_says_what():
-    with pytest.raises(LookupError, match="jax/_src/pjit.py defines no 'no_such_function'"):
-        conf.jax_source_lines("jax._src.pjit.no_such_function")
-    with pytest.raises(LookupError, match="'no such text' is in jax._src.pjit 0 times"):
-        conf.jax_source_lines("jax._src.pjit?no such text")
-    with pytest.raises(LookupError, match=r"'def ' is in jax._src.pjit \d{2,} times"):
-        conf.jax_source_lines("jax._src.pjit?def ")
-    with pytest.raises(LookupError, match="jax/_src/__init__.py defines no 'no_such_module'"):
-        conf.jax_source_lines("jax._src.no_such_module.f")
+    errors = {
+        ("jax._src.pjit.no_such_function", ""): "jax/_src/pjit.py defines no 'no_such_function'",
+        ("jax._src.pjit", "no such text"): "'no such text' is in jax._src.pjit 0 times, not once",
+        ("jax._src.no_such_module.f", ""): "jax/_src/__init__.py defines no 'no_such_module'",
+    }
+    for (name, text), message in errors.items():
+        with pytest.raises(LookupError, match=re.escape(message)):
+            conf.jax_source_lines(name, text)
+    with pytest.raises(LookupError, match=r"'def ' is in jax\._src\.pjit \d{2,} times"):
+        conf.jax_source_lines("jax._src.pjit", "def ")
 
 
 SITE_CONF = """
@@ -106,7 +109,7 @@ PAGE = """# JAX's source
 [found][found] and [lost][lost]
 
 [found]: jax-source:jax._src.pjit.assert_shardings_equal
-[lost]: <jax-source:jax._src.pjit?no such text>
+[lost]: jax-source:jax._src.pjit "no such text"
 """
 
 
@@ -115,7 +118,10 @@ def test_the_build_links_a_name_and_fails_on_a_missing_one(tmp_path):
     (tmp_path / "index.md").write_text(PAGE)
     command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html"]
     build = subprocess.run(
-        [*command, str(tmp_path), str(tmp_path / "html")], capture_output=True, text=True
+        [*command, str(tmp_path), str(tmp_path / "html")],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert build.returncode == 1
     assert "index.md:3" in build.stderr

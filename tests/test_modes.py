@@ -197,7 +197,7 @@ def test_the_fixed_model_on_explicit_matches_the_model_as_written_on_auto():
 def test_the_json_report_is_name_to_mode_to_outcome(capsys):
     modes.main(["--check", "typed_sharding", "--check", "unreduced", "--json"])
     report = json.loads(capsys.readouterr().out)
-    pinned = {name: dict(zip(("explicit", "auto"), PINNED[name])) for name in report}
+    pinned = {name: dict(zip(("explicit", "auto"), PINNED[name], strict=True)) for name in report}
     assert list(report) == ["typed_sharding", "unreduced"]
     assert {n: {m: normalised(o) for m, o in r.items()} for n, r in report.items()} == {
         n: {m: normalised(o) for m, o in r.items()} for n, r in pinned.items()
