@@ -158,6 +158,7 @@ def jax_source_lines(name: str, text: str = "") -> tuple[str, int, int]:
 
 
 def _jax_file(path: str) -> Path:
+    """The installed JAX's file at ``path`` (relative to site-packages, as in JAX's repository)."""
     return Path(importlib.metadata.distribution("jax").locate_file(path))
 
 
