@@ -1,16 +1,19 @@
 """Sphinx configuration. The source directory is the repository root."""
 
+import ast
 import hashlib
+import importlib.metadata
 import os
 import shutil
 import tomllib
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import nbformat
 from docutils import nodes
 from jupyter_cache import get_cache
 from sphinx.pycode import ModuleAnalyzer
+from sphinx.util import logging
 
 project = "JAX sharding performance, executed"
 author = "The shard-perf-docs authors"
@@ -50,6 +53,7 @@ nb_execution_timeout = 600
 nb_merge_streams = True
 nb_render_markdown_format = "myst"  # Markdown outputs (tables) are parsed as MyST
 myst_heading_anchors = 3
+myst_url_schemes = ["http", "https", "mailto", "ftp", "jax-source"]  # jax-source: see below
 
 napoleon_numpy_docstring = False  # Google style only
 nitpicky = True  # a cross-reference to nothing is a warning, so the -W build fails on it
@@ -121,6 +125,88 @@ def repository_role(name, rawtext, text, lineno, inliner, options=None, content=
         return [inliner.problematic(rawtext, rawtext, message)], [message]
     address = nodes.literal(REPOSITORY_URL, REPOSITORY_URL)  # shown whole, not shortened
     return [nodes.reference(rawtext, "", address, refuri=REPOSITORY_URL)], []
+
+
+JAX_RELEASE = importlib.metadata.version("jax")
+"""The installed JAX release, whose source the ``jax-source:`` links point at."""
+jax_release = JAX_RELEASE  # a config value (see setup): a new release re-reads every page
+
+
+def jax_source_lines(name: str, text: str = "") -> tuple[str, int, int]:
+    """Where ``name`` is in the installed JAX: its file as JAX's repository names it, and the
+    first and last lines.
+
+    ``name`` is a qualified name (``jax._src.pjit.assert_shardings_equal``): its definition. With
+    ``text``, which must occur once in ``name``'s source: the statement holding the text, or the
+    header of the ``def`` or ``class`` that does. ``LookupError`` if either is absent.
+    """
+    path, node, rest = _jax_module(name)
+    for part in rest:  # the last definition of each name, as Python binds it
+        found = [n for n in getattr(node, "body", []) if getattr(n, "name", None) == part]
+        if not found:
+            raise LookupError(f"JAX {JAX_RELEASE} has no {name} ({path} defines no {part!r})")
+        node = found[-1]
+    if not text:
+        decorators = [d.lineno for d in getattr(node, "decorator_list", [])]
+        return path, min([node.lineno, *decorators]), node.end_lineno
+    source = _jax_file(path).read_text().splitlines()
+    lines = range(getattr(node, "lineno", 1), getattr(node, "end_lineno", len(source)) + 1)
+    hits = [n for n in lines if text in source[n - 1]]
+    if len(hits) != 1:
+        raise LookupError(f"JAX {JAX_RELEASE}: {text!r} is in {name} {len(hits)} times, not once")
+    return path, *_statement_lines(node, hits[0])
+
+
+def _jax_file(path: str) -> Path:
+    """The installed JAX's file at ``path`` (relative to site-packages, as in JAX's repository)."""
+    return Path(importlib.metadata.distribution("jax").locate_file(path))
+
+
+def _jax_module(name: str) -> tuple[str, ast.Module, list[str]]:
+    """The installed file of the longest module prefix of ``name``, parsed; and the rest."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        for path in ("/".join(parts[:end]) + ".py", "/".join(parts[:end]) + "/__init__.py"):
+            if _jax_file(path).is_file():
+                return path, ast.parse(_jax_file(path).read_text()), parts[end:]
+    raise LookupError(f"JAX {JAX_RELEASE} has no module for {name}")
+
+
+def _statement_lines(node: ast.AST, line: int) -> tuple[int, int]:
+    """The innermost statement under ``node`` holding ``line``; a definition's header only."""
+    around = [
+        s for s in ast.walk(node) if isinstance(s, ast.stmt) and s.lineno <= line <= s.end_lineno
+    ]
+    if not around:
+        return line, line
+    inner = min(around, key=lambda s: s.end_lineno - s.lineno)
+    definition = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    if isinstance(inner, definition) and line < inner.body[0].lineno:
+        return inner.lineno, inner.body[0].lineno - 1
+    return inner.lineno, inner.end_lineno
+
+
+def jax_source_url(name: str, text: str = "") -> str:
+    """The address of those lines (see :func:`jax_source_lines`) at the installed release's tag."""
+    path, first, last = jax_source_lines(name, text)
+    lines = f"L{first}" if first == last else f"L{first}-L{last}"
+    return f"https://github.com/jax-ml/jax/blob/jax-v{JAX_RELEASE}/{path}#{lines}"
+
+
+def _link_jax_source(app, doctree):
+    """A link to ``jax-source:NAME`` (``[label]: jax-source:NAME "TEXT"``: the title is the text
+    to find) goes to those lines of the installed JAX on GitHub; a NAME or TEXT that JAX lacks is
+    a warning, which fails the ``-W`` build."""
+    for reference in doctree.findall(nodes.reference):
+        uri = reference.get("refuri", "")
+        if not uri.startswith("jax-source:"):
+            continue
+        name, text = unquote(uri.removeprefix("jax-source:")), reference.get("reftitle", "")
+        try:
+            reference["refuri"] = jax_source_url(name, text)
+        except LookupError as error:
+            logging.getLogger(__name__).warning(f"{uri}: {error}", location=reference)
+        reference["reftitle"] = f"JAX {JAX_RELEASE}: {name}"
 
 
 # Where the site is published: GitHub Pages (the docs workflow sets SITE_BASE_URL) or Read the
@@ -259,6 +345,8 @@ def setup(app):
     if REPOSITORY_URL:
         app.tags.add("repository")
     app.add_role("repository", repository_role)
+    app.add_config_value("jax_release", "", "env")
+    app.connect("doctree-read", _link_jax_source)
     app.connect("doctree-read", _keep_executed_notebook)
     app.connect("env-purge-doc", _forget_executed_notebook)
     app.connect("env-merge-info", _merge_executed_notebooks)
