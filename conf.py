@@ -77,6 +77,9 @@ html_theme_options = {
     "show_toc_level": 2,
     "home_page_in_toc": True,
     "use_download_button": True,
+    # One search per screen: the sidebar's field on a wide screen, the article header's button on
+    # a narrow one. Unset, pydata-sphinx-theme 0.20 adds a top bar with a second search field.
+    "navbar_persistent": [],
 }
 html_context = {"default_mode": "auto"}  # the theme logs an error for an unset mode
 html_static_path = ["docs/_static"]

@@ -88,6 +88,7 @@ async () => {
     words: words,
     height: height,
     tables: tables,
+    searches: [...document.querySelectorAll(".search-button__button")].filter(visible).length,
   };
 }
 """
@@ -110,6 +111,7 @@ class Visit:
     words: int = 0
     height: int = 0
     tables: list[dict] = dataclasses.field(default_factory=list)
+    searches: int = 0
     console_errors: list[str] = dataclasses.field(default_factory=list)
     failed_responses: list[str] = dataclasses.field(default_factory=list)
     offhost_requests: list[str] = dataclasses.field(default_factory=list)
@@ -189,6 +191,7 @@ def visit(tab, base_url: str, page: str, record: Visit, screenshots: Path, redir
     record.images, record.page_width = found["images"], found["pageWidth"]
     record.wide_code, record.text = found["wideCode"], found["text"]
     record.words, record.height, record.tables = found["words"], found["height"], found["tables"]
+    record.searches = found["searches"]
 
 
 def visit_all(browser, base_url, pages, width, scheme, screenshots, site) -> list[Visit]:
@@ -412,6 +415,33 @@ def test_search_finds_the_shard_mode_guide_with_page_text_excerpts(browser, base
     for r in results:
         assert "System Settings" not in r["excerpt"], f"theme words in the excerpt of {r['href']}"
         assert r["excerpt"].strip(), f"empty excerpt for {r['href']}"
+
+
+def test_each_screen_shows_one_search(visits):
+    """One search control per page and width: two (a header field beside the sidebar's) is
+    clutter, none leaves the reader without search."""
+    problems = [f"{v.where}: {v.searches} search controls" for v in visits if v.searches != 1]
+    assert not problems, report(problems)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_search_control_finds_pages(browser, base_url, width):
+    """The landing page's search control opens a field whose query lands on results."""
+    context = browser.new_context(viewport={"width": width, "height": HEIGHTS[width]})
+    tab = context.new_page()
+    tab.goto(f"{base_url}/docs/index.html", wait_until="load")
+    tab.locator(".search-button__button:visible").click()
+    field = tab.locator("#pst-search-dialog input[name=q]")
+    field.fill("Sharding")
+    field.press("Enter")
+    tab.wait_for_url("**/search.html?q=Sharding*")
+    tab.wait_for_function(
+        "() => /finished/i.test(document.querySelector('.search-summary')?.textContent || '')",
+        timeout=30_000,
+    )
+    found = tab.locator("#search-results li").count()
+    context.close()
+    assert found, f"searching from the landing page at {width} px found nothing"
 
 
 def test_each_guide_links_its_executed_notebook(visits, site):
