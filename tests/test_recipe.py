@@ -30,7 +30,8 @@ print("RESULT", json.dumps({
     run: {
         "loss": losses[run],
         "sites": [
-            [site.output, site.kind, site.shape, site.dot_shape, list(site.between)]
+            {"output": site.output, "kind": site.kind, "shape": site.shape,
+             "dot_shape": site.dot_shape, "between": list(site.between)}
             for site in find_barriers(step)
         ],
     }
@@ -122,7 +123,7 @@ def test_the_recipe_runs_without_this_project_and_keeps_the_loss_on_both_meshes(
 
 def test_the_fixes_unblock_every_fold_on_both_meshes(page):
     for run, result in page.items():
-        blocked = sorted(site[0] for site in result["sites"] if site[-1])
+        blocked = sorted(site["output"] for site in result["sites"] if site["between"])
         fixed = run.endswith("fixed=True")
         assert blocked == ([] if fixed else ["down.kernel", "head.kernel", "up.kernel"]), run
         assert result["sites"], run  # the folds are still there, unblocked
@@ -131,6 +132,6 @@ def test_the_fixes_unblock_every_fold_on_both_meshes(page):
 def test_the_page_and_the_tested_modules_give_the_same_loss_and_sites(page):
     tested = run_section(swap_in_tested=True)
     assert tested.keys() == page.keys()
-    for run in page:
+    for run in [run for run in page if run.endswith("fixed=True")]:  # the runs that use them
         assert page[run]["loss"] == pytest.approx(tested[run]["loss"], rel=TOLERANCE), run
         assert page[run]["sites"] == tested[run]["sites"], run
