@@ -78,6 +78,7 @@ class StableHLOProgram(Program):
         self.shapes: dict[Any, str] = {}  # MLIR type -> HLO shape
         self.kinds: dict[str, tuple[str, int]] = {}  # operation name -> opcode, regions
         self.found_transposes: list[Any] = []
+        self.found_dots: list[Any] = []
         self.calls_to: dict[str, list[Any]] = {}  # function -> the calls of it
         self.by_name = _OnDemand(self._record, self.handles)
         self.owner = _OnDemand(self._owner, self.handles)
@@ -92,6 +93,8 @@ class StableHLOProgram(Program):
         and each function's calls."""
         if op.name == "stablehlo.transpose":
             self.found_transposes.append(op)
+        elif op.name == "stablehlo.dot_general":
+            self.found_dots.append(op)
         elif op.name == "func.call":
             self.calls_to.setdefault(_symbol(op.attributes["callee"]), []).append(op)
         return ir.WalkResult.ADVANCE
@@ -228,6 +231,10 @@ class StableHLOProgram(Program):
             for name in map(self._name, self.found_transposes)
         ]
 
+    def dots(self) -> list[Instruction]:
+        """Every dot, noted by the walk."""
+        return [self.by_name[name] for name in map(self._name, self.found_dots)]
+
     def callers_of(self, computation: str) -> list[tuple[str, Instruction]]:
         """A region's operation, or a function's calls."""
         layout = self.layouts.get(computation)
@@ -273,12 +280,21 @@ class StableHLOProgram(Program):
                 found.append((self.by_name[self._name(user)], index))
         return found
 
-    def where(self, inst: Instruction) -> tuple[str | None, str | None]:
-        """The operation's location: its name is the ``op_name``, its innermost file and line
-        (the first printed) the source, as XLA's conversion to HLO takes them."""
-        location = str(self.handles[inst.name][1].location)
-        name, place = _LOC_NAME.match(location), _LOC_FILE.search(location)
-        return name and name[1], place and f"{place[1]}:{place[2]}"
+    def _location(self, inst: Instruction) -> str:
+        """The printed location of the operation or function argument behind a record."""
+        kind, first, *rest = self.handles[inst.name]
+        if kind == "arg":
+            return str(self.layouts[first][0].arguments[rest[0]].location)
+        return str(first.location) if kind == "op" else ""
+
+    def op_name(self, inst: Instruction) -> str | None:
+        """The location's name, as XLA's conversion to HLO takes it for ``op_name``."""
+        name = _LOC_NAME.match(self._location(inst))
+        return name and name[1]
+
+    def stack(self, inst: Instruction) -> tuple[str, ...]:
+        """The location's files and lines, innermost (the first printed) first."""
+        return tuple(f"{file}:{line}" for file, line in _LOC_FILE.findall(self._location(inst)))
 
     def parameter(self, computation: str, index: int) -> str | None:
         """A function's parameter ``index``."""
@@ -303,7 +319,7 @@ def _terminator(block: Any) -> Any:
     return operations[len(operations) - 1]
 
 
-_DETAILED = {"broadcast", "call", "compare", "constant", "custom-call"}
+_DETAILED = {"broadcast", "call", "compare", "constant", "custom-call", "dot", "transpose"}
 
 
 def _details(op: Any, opcode: str, operands: tuple, shape: Callable) -> tuple[str, tuple, str]:
@@ -316,6 +332,19 @@ def _details(op: Any, opcode: str, operands: tuple, shape: Callable) -> tuple[st
         return ("reshape" if same else opcode), operands, ""
     if opcode == "call":
         return opcode, operands, f", to_apply={_symbol(op.attributes['callee'])}"
+    if opcode == "transpose":
+        order = re.search(r"array<i64(?:: ([\d, ]*))?>", str(op.attributes["permutation"]))
+        return opcode, operands, f", dimensions={{{(order[1] or '').replace(' ', '')}}}"
+    if opcode == "dot":
+        numbers = str(op.attributes["dot_dimension_numbers"])
+        parts = [
+            f", {side}_{kind}_dims={{{found[1].replace(' ', '') if found else ''}}}"
+            for side in ("lhs", "rhs")
+            for kind in ("batch", "contracting")
+            if (found := re.search(rf"{side}_{kind}\w* = \[([\d, ]*)\]", numbers))
+            or kind == "contracting"
+        ]
+        return opcode, operands, "".join(parts)
     if opcode == "compare":
         direction = re.search(r"direction (\w+)", str(op.attributes["comparison_direction"]))
         return opcode, operands, f", direction={direction[1] if direction else '?'}"
