@@ -20,7 +20,8 @@ _MLIR = re.compile(
     r"^\s*(module\b|func\.func\b|#loc\d* = |%\S+ = \"?(stablehlo|sdy|func)\.)", re.MULTILINE
 )
 _SCHEDULED = re.compile(r"^HloModule [^\n]*\bis_scheduled=true", re.MULTILINE)
-_AFTER = re.compile(r"\.(after_optimizations|\d{4}\.[^.]+\.after_[^.]+\.before_[^.]+)")
+_AFTER = re.compile(r"[._]after_optimizations|\.\d{4}\.[^.]+\.after_[^.]+\.before_[^.]+")
+"""XLA's dump names for a module after its passes, or between two of them."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

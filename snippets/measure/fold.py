@@ -67,7 +67,8 @@ def no_fold(
     """Why XLA's simplifier would keep ``transpose`` even with no ``Sharding`` call in ``chain``
     (the ops between, nearest the transpose first); ``None`` when it would fold it."""
     if changed := [op.opcode for op in chain if op.opcode not in _REMOVED | {"custom-call"}]:
-        return f"a {changed[0]} stands between: the transpose does not read the dot's result"
+        article = "an" if changed[0][0] in "aeiou" else "a"
+        return f"{article} {changed[0]} stands between: the transpose does not read the dot's result"
     if others := [op for op in chain if op.opcode == "custom-call" and not _is_sharding_call(op)]:
         return f"a custom call stands between: {others[0].attributes[:60]}"
     for side, operand in zip(("lhs", "rhs"), dot.operands, strict=False):

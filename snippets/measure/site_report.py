@@ -18,6 +18,9 @@ from snippets.measure.provenance import readable
 SCHEMA = "find-barriers/1"
 """The JSON output's ``schema``: its name and version, raised when a field changes meaning."""
 VERDICTS = ("blocked", "foldable", "kept")
+SARIF_SCHEMA = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
 KERNEL_ORDER = (
     "write this weight gradient in kernel order: the layer's "
     "dot_general=auto_axes_dot_general (snippets.kernel_order_grad)"
@@ -172,7 +175,7 @@ def sarif(found: dict[Module, list[TransposeSite]], new: dict) -> str:
         "helpUri": fold.SOURCE,
     }
     log = {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
         "runs": [{"tool": {"driver": {"name": "find-barriers", "rules": [rule]}}, "results": results}],
     }
