@@ -44,7 +44,8 @@ class Block(nnx.Module):
         weights = jax.nn.softmax(jnp.where(causal, scores, -1e9), axis=-1)
         attended = jnp.einsum("bhqk,bkhd->bqhd", weights, v).reshape(BATCH, SEQ, EMBED)
         x = x + self.o(attended)
-        return x + self.down(jax.nn.gelu(self.up(self.norm2(x))))
+        hidden = jax.nn.gelu(self.up(self.norm2(x)))
+        return x + self.down(hidden)
 
 
 class OwnLM(nnx.Module):
