@@ -77,8 +77,12 @@ def test_a_dump_exits_1_with_a_blocked_fold_and_0_without(files, capsys, mode, s
     verdicts = f"{status} blocked, {1 - status} foldable, 0 kept"
     assert header.endswith(f": 1 transpose-of-dot site: {verdicts}")
     between = "-> Sharding ->" if status else "->"
-    assert line.startswith("  blocked   snippets/lm_head.py:" if status else "  foldable  snippets/")
-    assert line.endswith(f"weight gradient of {PARAMETER}  dot f32[256,64] {between} transpose f32[64,256]")
+    assert line.startswith(
+        "  blocked   snippets/lm_head.py:" if status else "  foldable  snippets/"
+    )
+    assert line.endswith(
+        f"weight gradient of {PARAMETER}  dot f32[256,64] {between} transpose f32[64,256]"
+    )
     assert len(fix) == status  # a blocked site says what put the call there and the fix
     assert all("explicit type; fix: write this weight gradient in kernel order" in f for f in fix)
 

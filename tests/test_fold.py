@@ -33,10 +33,8 @@ def test_the_rule_predicts_what_xla_cpu_does_on_one_device(name):
     lowered = jax.jit(function).lower(*(jnp.ones(shape) for shape in shapes))  # one device
     (site,) = transpose_of_dot_sites(lowered.as_text(dialect="hlo"))
     compiled = lowered.compile().as_text()
-    left = [
-        i for i in instructions(compiled)
-        if i.opcode == "transpose" and array_shapes(i.shape) == array_shapes(site.shape)
-    ]  # fmt: skip
+    transposes = [i for i in instructions(compiled) if i.opcode == "transpose"]
+    left = [i for i in transposes if array_shapes(i.shape) == array_shapes(site.shape)]
     assert site.verdict == verdict
     assert bool(left) == (verdict == "kept")  # kept: XLA:CPU left the transpose; folded: none
     assert (site.no_fold is None) == (verdict == "foldable")
@@ -103,6 +101,6 @@ ENTRY main.1 {
 
 def test_the_user_line_is_the_first_frame_outside_the_libraries():
     (site,) = transpose_of_dot_sites(FRAMES)
-    assert site.stack == ("/venv/lib/python3.12/site-packages/flax/nnx/nn/linear.py:422",
-                          "/home/me/train.py:58")  # fmt: skip
-    assert (site.source, site.user_source) == (site.stack[0], "/home/me/train.py:58")
+    library = "/venv/lib/python3.12/site-packages/flax/nnx/nn/linear.py:422"
+    assert site.stack == (library, "/home/me/train.py:58")  # innermost first, then its parent
+    assert (site.source, site.user_source) == (library, "/home/me/train.py:58")

@@ -56,7 +56,9 @@ def test_as_written_each_site_names_the_users_line_and_parameter(dumps, capsys):
     calls = {re.search(r"self\.(\w+)\(", code_at(site))[1] for site in blocked}
     assert calls == {"q", "k", "v", "o", "up", "down", "head"}
     assert {site["role"] for site in blocked} == {"weight gradient"}
-    assert all(site["fix"].startswith("write this weight gradient in kernel order") for site in blocked)
+    assert all(
+        site["fix"].startswith("write this weight gradient in kernel order") for site in blocked
+    )
     # XLA keeps these transposes in either mode, so the gate does not fail on them: the einsums'
     # and, back through the reshape to the einsum's layout, the o projection's input gradient
     by_line = {code_at(site): site["role"] for site in kept}

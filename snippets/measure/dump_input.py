@@ -36,7 +36,9 @@ class Module:
     @property
     def name(self) -> str:
         """The module's name in XLA's dump file name (``jit_train_step``), else the file name."""
-        found = re.match(r"module_\d+\.(.+?)(?:\.before_optimizations)?\.txt$", Path(self.path).name)
+        found = re.match(
+            r"module_\d+\.(.+?)(?:\.before_optimizations)?\.txt$", Path(self.path).name
+        )
         return found[1] if found else Path(self.path).name
 
 
@@ -116,6 +118,5 @@ def read_modules(paths: Sequence[str], pattern: str | None = None) -> list[Modul
         text = Path(file).read_text(errors="replace") if Path(file).is_file() else file
         modules.append(Module(file, read_file(file), seen.setdefault(text, file)))
     return [
-        dataclasses.replace(m, same_as=None if m.same_as == m.path else m.same_as)
-        for m in modules
+        dataclasses.replace(m, same_as=None if m.same_as == m.path else m.same_as) for m in modules
     ]

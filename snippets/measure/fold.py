@@ -1,8 +1,8 @@
 """Would XLA fold this transpose into its dot? The algebraic simplifier's conditions, as a function.
 
 XLA's ``AlgebraicSimplifier`` rewrites ``transpose(dot(a, b))`` as ``dot(b, a)`` only when
-([``HandleTranspose``][algsimp], the ``do_transpose_of_dot`` branch XLA:CPU and XLA:GPU take,
-``supports_non_canonical_dots`` off):
+([``HandleTranspose``][algsimp], its ``do_transpose_of_dot`` branch, the one XLA:CPU takes: it
+turns ``supports_non_canonical_dots`` off, [cpu_compiler.cc][options]):
 
 - the transpose's operand is the dot itself, and the dot has no other user;
 - the dot is canonical: each operand has exactly one non-contracting dimension, besides batch
@@ -16,6 +16,7 @@ between. :func:`no_fold` asks these conditions of a site as if the ``Sharding`` 
 were gone, and says which one fails.
 
 [algsimp]: https://github.com/openxla/xla/blob/11c07836fbe9b0f746484d008242ddaee7e9005b/xla/hlo/transforms/simplifiers/algebraic_simplifier.cc#L8824-L8881
+[options]: https://github.com/openxla/xla/blob/11c07836fbe9b0f746484d008242ddaee7e9005b/xla/service/cpu/cpu_compiler.cc#L683-L690
 [cpu]: https://github.com/openxla/xla/blob/11c07836fbe9b0f746484d008242ddaee7e9005b/xla/service/cpu/cpu_compiler.cc#L550-L552
 [decomposer]: https://github.com/openxla/xla/blob/11c07836fbe9b0f746484d008242ddaee7e9005b/xla/hlo/transforms/expanders/dot_decomposer.cc#L274-L311
 """
@@ -68,23 +69,29 @@ def no_fold(
     (the ops between, nearest the transpose first); ``None`` when it would fold it."""
     if changed := [op.opcode for op in chain if op.opcode not in _REMOVED | {"custom-call"}]:
         article = "an" if changed[0][0] in "aeiou" else "a"
-        return f"{article} {changed[0]} stands between: the transpose does not read the dot's result"
+        return (
+            f"{article} {changed[0]} stands between: the transpose does not read the dot's result"
+        )
     if others := [op for op in chain if op.opcode == "custom-call" and not _is_sharding_call(op)]:
         return f"a custom call stands between: {others[0].attributes[:60]}"
     for side, operand in zip(("lhs", "rhs"), dot.operands, strict=False):
-        rank = _rank(program, operand)
         contracting = dims(dot.attributes, f"{side}_contracting_dims")
-        free = None if rank is None else rank - len(contracting) - len(dims(dot.attributes, f"{side}_batch_dims"))  # fmt: skip
+        batch = dims(dot.attributes, f"{side}_batch_dims")
+        rank = _rank(program, operand)
+        free = None if rank is None else rank - len(contracting) - len(batch)
         if not contracting:
             return f"the dot contracts no dimension of its {side}"
-        if free != 1:
+        if free is not None and free != 1:
             return f"the dot's {side} has {free} non-contracting dimensions, not one"
     order = dims(transpose.attributes, "dimensions")
     swap = (*range(len(order) - 2), len(order) - 1, len(order) - 2)
     if order != swap:
         shown = ",".join(map(str, order))
         return f"the transpose moves more than the last two dimensions ({{{shown}}})"
-    for value in (dot, *reversed(chain[1:])):  # each value the fold would leave to one user
-        if value.opcode not in ("get-tuple-element", "tuple") and len(program.users(value.name)) > 1:
+    for value in (dot, *chain):  # with the calls gone, the dot's users are all of these
+        if (
+            value.opcode not in ("get-tuple-element", "tuple")
+            and len(program.users(value.name)) > 1
+        ):
             return f"the {value.opcode} has {len(program.users(value.name))} users"
     return None

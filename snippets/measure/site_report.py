@@ -144,7 +144,9 @@ def github(found: dict[Module, list[TransposeSite]], new: dict) -> str:
             file, _, line = (readable(site.user_source) or module.path).rpartition(":")
             place = f"file={_escape(file, True)},line={line}" if line.isdigit() else ""
             title = f"title={_escape('find-barriers: ' + module.name, True)}"
-            lines.append(f"::error {','.join(filter(None, [place, title]))}::{_escape(_message(site))}")
+            lines.append(
+                f"::error {','.join(filter(None, [place, title]))}::{_escape(_message(site))}"
+            )
     return "\n".join(lines)
 
 
@@ -177,6 +179,8 @@ def sarif(found: dict[Module, list[TransposeSite]], new: dict) -> str:
     log = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
-        "runs": [{"tool": {"driver": {"name": "find-barriers", "rules": [rule]}}, "results": results}],
+        "runs": [
+            {"tool": {"driver": {"name": "find-barriers", "rules": [rule]}}, "results": results}
+        ],
     }
     return json.dumps(log, indent=2)
