@@ -16,6 +16,10 @@ def attention_gradient(q, k):
     return jax.grad(lambda q: jnp.sum(jnp.tanh(jnp.einsum("bqhd,bkhd->bhqk", q, k))))(q)
 
 
+def heads_gradient(w, x):  # a DenseGeneral kernel [embed, heads, head_dim], as MaxText's
+    return jax.grad(lambda w: jnp.sum(jnp.tanh(jnp.einsum("bse,ehd->bshd", x, w))))(w)
+
+
 def reshape_chain(x, w):
     return jnp.transpose((x @ w).reshape(32, 4, 6), (1, 0, 2))
 
@@ -24,6 +28,7 @@ PROGRAMS = {
     "2-D weight gradient": (weight_gradient, [(16, 24), (32, 16)], "foldable"),
     "batched 4-D attention einsum": (attention_gradient, [(8, 16, 4, 16)] * 2, "kept"),
     "reshape chain": (reshape_chain, [(32, 16), (16, 24)], "kept"),
+    "3-D kernel's weight gradient": (heads_gradient, [(16, 4, 8), (2, 8, 16)], "kept"),
 }
 
 

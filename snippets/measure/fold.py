@@ -10,9 +10,10 @@ turns ``supports_non_canonical_dots`` off, [cpu_compiler.cc][options]):
 - the transpose swaps the last two dimensions and keeps the rest in place.
 
 XLA:CPU runs ``DotDecomposer`` before it ([pipeline][cpu]), which makes batch dimensions lead
-and merges several contracting dimensions into one ([``DotDecomposer::Run``][decomposer]); a dot
-with more than one non-contracting dimension per side it reshapes, so a reshape then stands
-between. :func:`no_fold` asks these conditions of a site as if the ``Sharding`` calls between
+and merges the contracting dimensions into one, of size 1 where there were none
+([``DotDecomposer::Run``][decomposer]); a dot with more than one non-contracting dimension per
+side it reshapes, so a reshape then stands between. So only the count of non-contracting
+dimensions decides. :func:`no_fold` asks these conditions of a site as if the ``Sharding`` calls between
 were gone, and says which one fails.
 
 [algsimp]: https://github.com/openxla/xla/blob/11c07836fbe9b0f746484d008242ddaee7e9005b/xla/hlo/transforms/simplifiers/algebraic_simplifier.cc#L8824-L8881
@@ -79,8 +80,6 @@ def no_fold(
         batch = dims(dot.attributes, f"{side}_batch_dims")
         rank = _rank(program, operand)
         free = None if rank is None else rank - len(contracting) - len(batch)
-        if not contracting:
-            return f"the dot contracts no dimension of its {side}"
         if free is not None and free != 1:
             return f"the dot's {side} has {free} non-contracting dimensions, not one"
     order = dims(transpose.attributes, "dimensions")
