@@ -86,7 +86,7 @@ def read_file(path: str) -> hlo.Program:
     return program
 
 
-def module_files(path: str, pattern: str | None = None) -> list[str]:
+def dump_modules(path: str, pattern: str | None = None) -> list[str]:
     """``path`` itself, or, for a directory, its ``*.before_optimizations.txt`` modules whose
     file name ``pattern`` (a regular expression) matches, in name order."""
     directory = Path(path)
@@ -111,7 +111,7 @@ def read_modules(paths: Sequence[str], pattern: str | None = None) -> list[Modul
             re.compile(pattern)
         except re.error as error:
             raise ValueError(f"--module {pattern!r} is not a regular expression: {error}") from None
-    files = [file for path in paths for file in module_files(path, pattern)]
+    files = [file for path in paths for file in dump_modules(path, pattern)]
     seen: dict[str, str] = {}
     modules = []
     for file in dict.fromkeys(files):
