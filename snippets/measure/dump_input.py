@@ -5,6 +5,7 @@ directory, each checked to be the module JAX hands XLA; a ValueError names what 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -51,6 +52,11 @@ def _before(path: Path) -> str:
 
 def read_file(path: str) -> hlo.Program:
     """One HLO text file, read; a ValueError says what is wrong with it and what to pass."""
+    return _program(path, _text(path))
+
+
+def _text(path: str) -> str:
+    """A file's text; a ValueError where it is missing, a folder, a later dump, empty or binary."""
     file = Path(path)
     if not file.exists():
         raise ValueError(f"{path}: no such file")
@@ -67,6 +73,12 @@ def read_file(path: str) -> hlo.Program:
         text = "\0"  # not text at all
     if "\0" in text:
         raise ValueError(f"{path}: a binary file (an HloProto .pb dump?); {HOW_TO_GET_HLO}")
+    return text
+
+
+def _program(path: str, text: str) -> hlo.Program:
+    """HLO text read as a module; a ValueError where it is not the module JAX hands XLA."""
+    file = Path(path)
     if _MLIR.search(text, 0, 100_000):
         raise ValueError(f"{path}: StableHLO/MLIR text, not HLO; {HOW_TO_GET_HLO}")
     if _SCHEDULED.search(text, 0, 100_000):
@@ -112,11 +124,12 @@ def read_modules(paths: Sequence[str], pattern: str | None = None) -> list[Modul
         except re.error as error:
             raise ValueError(f"--module {pattern!r} is not a regular expression: {error}") from None
     files = [file for path in paths for file in dump_modules(path, pattern)]
-    seen: dict[str, str] = {}
+    seen: dict[bytes, str] = {}
     modules = []
     for file in dict.fromkeys(files):
-        text = Path(file).read_text(errors="replace") if Path(file).is_file() else file
-        modules.append(Module(file, read_file(file), seen.setdefault(text, file)))
+        text = _text(file)
+        digest = hashlib.blake2b(text.encode(), digest_size=16).digest()  # not every text kept
+        modules.append(Module(file, _program(file, text), seen.setdefault(digest, file)))
     return [
         dataclasses.replace(m, same_as=None if m.same_as == m.path else m.same_as) for m in modules
     ]

@@ -143,10 +143,6 @@ class Program:
             if inst.opcode == "transpose"
         ]
 
-    def dots(self) -> list[Instruction]:
-        """Every ``dot``, in any computation."""
-        return [inst for inst in self.by_name.values() if inst.opcode == "dot"]
-
     def callers_of(self, computation: str) -> list[tuple[str, Instruction]]:
         """``(computation, instruction)`` of each instruction that calls ``computation``."""
         return self._callers.get(computation, [])
@@ -631,7 +627,7 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
     ``program`` (:func:`read_hlo`, or :func:`snippets.measure.stablehlo.read_stablehlo`)."""
     by_name = program.by_name
     count = runs(program)
-    parameters = provenance.Parameters(program)
+    parameters = None  # made for the first site: most modules of a dump have none
     sites = []
     for comp, inst in program.transposes():
         if not _has_dims(inst, dims):
@@ -647,6 +643,7 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
         names = inst.name, shapes[0], origin.name
         placed = provenance.placed_by(program, [op for op in chain if is_sharding_call(op)])
         sizes = tuple(sorted(array_shapes(inst.shape)[0][1]))
+        parameters = parameters or provenance.Parameters(program)
         found = TransposeSite(*names, between, kind, shapes[1], *where, trips=trips)
         sites.append(
             dataclasses.replace(

@@ -78,11 +78,6 @@ class Parameters:
 
     def __init__(self, program: Program) -> None:
         self.program = program
-        self.readers: dict[str, list[tuple[Instruction, int]]] = {}
-        for dot in program.dots():
-            for index, operand in enumerate(dot.operands[:2]):
-                if (origin := self.origin(operand)) is not None:
-                    self.readers.setdefault(origin.name, []).append((dot, index))
 
     @functools.cache  # noqa: B019 - one instance per program, dropped with it
     def origin(self, name: str) -> Instruction | None:
@@ -91,9 +86,7 @@ class Parameters:
         program = self.program
         inst = program.by_name.get(name)
         while inst is not None:
-            if inst.opcode in ("copy", "bitcast", "convert", "reshape") or (
-                inst.opcode == "custom-call" and "Sharding" in inst.attributes
-            ):
+            if _passes_on(inst):
                 inst = program.by_name.get(inst.operands[0]) if inst.operands else None
             elif inst.opcode == "parameter" and program.owner.get(inst.name) != program.entry:
                 callers = program.callers_of(program.owner[inst.name])
@@ -106,15 +99,42 @@ class Parameters:
                 return inst
         return None
 
+    def readers(self, value: Instruction) -> list[tuple[Instruction, int]]:
+        """The dots that read ``value`` through ops that pass it on unchanged or into a called
+        computation, each with the operand it reads it as."""
+        program, found, pending, seen = self.program, [], [value.name], {value.name}
+        while pending:
+            for user, index in program.users(pending.pop()):
+                if user.opcode == "dot":
+                    found.append((user, index))
+                    continue
+                callee = _CALLS.search(user.attributes) if user.opcode == "call" else None
+                name = program.parameter(callee[1], index) if callee else None
+                name = name or (user.name if _passes_on(user) else None)
+                if name is not None and name not in seen:
+                    seen.add(name)
+                    pending.append(name)
+        return found
+
     def of(self, dot: Instruction, sizes: tuple[int, ...]) -> str | None:
         """The parameter whose gradient ``dot`` makes (its sizes ``sizes``), else None."""
         for operand in dot.operands[:2]:
             activation = self.origin(operand)
-            for forward, index in self.readers.get(activation.name if activation else "", []):
+            for forward, index in self.readers(activation) if activation else []:
                 weight = self.origin(forward.operands[1 - index]) if forward is not dot else None
                 if weight is not None and weight.opcode == "parameter" and _sizes(weight) == sizes:
                     return self.program.op_name(weight) or weight.name
         return None
+
+
+_CALLS = re.compile(r"\bto_apply=%?([\w.\-]+)")
+
+
+def _passes_on(inst: Instruction) -> bool:
+    """Whether ``inst`` passes its operand on unchanged, as far as naming a parameter goes."""
+    return inst.opcode in ("copy", "bitcast", "convert", "reshape") or (
+        inst.opcode == "custom-call" and 'custom_call_target="Sharding"' in inst.attributes
+    )
 
 
 def _sizes(inst: Instruction) -> tuple[int, ...]:

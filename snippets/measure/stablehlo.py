@@ -78,7 +78,7 @@ class StableHLOProgram(Program):
         self.shapes: dict[Any, str] = {}  # MLIR type -> HLO shape
         self.kinds: dict[str, tuple[str, int]] = {}  # operation name -> opcode, regions
         self.found_transposes: list[Any] = []
-        self.found_dots: list[Any] = []
+        self.locations: dict[str, str] = {}  # record name -> its printed location
         self.calls_to: dict[str, list[Any]] = {}  # function -> the calls of it
         self.by_name = _OnDemand(self._record, self.handles)
         self.owner = _OnDemand(self._owner, self.handles)
@@ -93,8 +93,6 @@ class StableHLOProgram(Program):
         and each function's calls."""
         if op.name == "stablehlo.transpose":
             self.found_transposes.append(op)
-        elif op.name == "stablehlo.dot_general":
-            self.found_dots.append(op)
         elif op.name == "func.call":
             self.calls_to.setdefault(_symbol(op.attributes["callee"]), []).append(op)
         return ir.WalkResult.ADVANCE
@@ -231,10 +229,6 @@ class StableHLOProgram(Program):
             for name in map(self._name, self.found_transposes)
         ]
 
-    def dots(self) -> list[Instruction]:
-        """Every dot, noted by the walk."""
-        return [self.by_name[name] for name in map(self._name, self.found_dots)]
-
     def callers_of(self, computation: str) -> list[tuple[str, Instruction]]:
         """A region's operation, or a function's calls."""
         layout = self.layouts.get(computation)
@@ -281,11 +275,15 @@ class StableHLOProgram(Program):
         return found
 
     def _location(self, inst: Instruction) -> str:
-        """The printed location of the operation or function argument behind a record."""
-        kind, first, *rest = self.handles[inst.name]
-        if kind == "arg":
-            return str(self.layouts[first][0].arguments[rest[0]].location)
-        return str(first.location) if kind == "op" else ""
+        """The printed location of the operation or function argument behind a record (printing
+        one is slow: each is printed once)."""
+        if (printed := self.locations.get(inst.name)) is None:
+            kind, first, *rest = self.handles[inst.name]
+            where = self.layouts[first][0].arguments[rest[0]] if kind == "arg" else first
+            printed = self.locations[inst.name] = (
+                str(where.location) if kind in ("arg", "op") else ""
+            )
+        return printed
 
     def op_name(self, inst: Instruction) -> str | None:
         """The location's name, as XLA's conversion to HLO takes it for ``op_name``."""
