@@ -84,7 +84,9 @@ def test_a_dump_exits_1_with_a_blocked_fold_and_0_without(files, capsys, mode, s
         f"weight gradient of {PARAMETER}  dot f32[256,64] {between} transpose f32[64,256]"
     )
     assert len(fix) == status  # a blocked site says what put the call there and the fix
-    assert all("explicit type; fix: write this weight gradient in kernel order" in f for f in fix)
+    assert all(
+        "explicit mesh's type; fix: write this weight gradient in kernel order" in f for f in fix
+    )
 
 
 @pytest.mark.needs_devices(4)

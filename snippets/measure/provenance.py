@@ -19,7 +19,7 @@ LIBRARIES = re.compile(
     r"(?:^|/)(?:site-packages|dist-packages)/(?:jax|jaxlib|flax|optax|orbax|chex)/"
     r"|(?:^|/)jax/_src/|(?:^|/)snippets/(?:kernel_order_grad|vocab_parallel)\.py:"
 )
-"""Frames that are not the user's: JAX, Flax, optax and Orbax wherever installed, and this
+"""Frames that are not the user's: JAX, Flax, optax, Orbax and chex wherever installed, and this
 project's recipe helpers (a site they make belongs to the line that called them)."""
 
 
@@ -38,9 +38,8 @@ def user_frame(stack: Sequence[str]) -> str | None:
     >>> user_frame(["/v/site-packages/flax/nnx/nn/linear.py:422", "/home/me/model.py:58"])
     '/home/me/model.py:58'
     """
-    return next((frame for frame in stack if not LIBRARIES.search(frame)), None) or (
-        stack[0] if stack else None
-    )
+    innermost = stack[0] if stack else None
+    return next((frame for frame in stack if not LIBRARIES.search(frame)), innermost)
 
 
 def placed_by(program: Program, calls: Sequence[Instruction]) -> tuple[str | None, str | None]:

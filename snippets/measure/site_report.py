@@ -37,7 +37,7 @@ def fix(site: TransposeSite) -> str | None:
         return f"move it after the transpose (it is at {readable(site.placed_at)})"
     if site.role == "weight gradient":
         return KERNEL_ORDER
-    return f"a {site.role}, not a weight gradient: the guides' fixes are for weight gradients"
+    return f"not a weight gradient ({site.role}): the guides' fixes are for weight gradients"
 
 
 def what(site: TransposeSite) -> str:
@@ -57,7 +57,10 @@ def site_lines(site: TransposeSite, new: bool = True) -> list[str]:
     where = readable(site.user_source) or "no source line"
     lines = [f"  {label:<9} {where}  {what(site)}  {site.chain}{trips}"]
     if site.blocked:
-        placed = {"constraint": "your with_sharding_constraint", "explicit": "an explicit type"}
+        placed = {
+            "constraint": "your with_sharding_constraint",
+            "explicit": "an explicit mesh's type",
+        }
         lines.append(f"{'':12}Sharding call from {placed[site.placed_by]}; fix: {fix(site)}")
     elif site.verdict == "kept":
         lines.append(f"{'':12}{fix(site)}")
@@ -69,11 +72,11 @@ def counts(sites: Sequence[TransposeSite]) -> dict[str, int]:
     return {verdict: sum(site.verdict == verdict for site in sites) for verdict in VERDICTS}
 
 
-def _summary(total: int, by_verdict: dict[str, int]) -> str:
-    plural = "" if total == 1 else "s"
-    return f"{total} transpose-of-dot site{plural}: " + ", ".join(
-        f"{n} {verdict}" for verdict, n in by_verdict.items()
-    )
+def _summary(sites: Sequence[TransposeSite]) -> str:
+    """``3 transpose-of-dot sites: 1 blocked, 2 foldable, 0 kept``."""
+    plural = "" if len(sites) == 1 else "s"
+    by_verdict = ", ".join(f"{n} {verdict}" for verdict, n in counts(sites).items())
+    return f"{len(sites)} transpose-of-dot site{plural}: {by_verdict}"
 
 
 def text(found: dict[Module, list[TransposeSite]], new: dict, listed: set[Module]) -> str:
@@ -83,12 +86,12 @@ def text(found: dict[Module, list[TransposeSite]], new: dict, listed: set[Module
         if module.same_as:
             lines.append(f"{module.path}: the same module as {module.same_as}, not counted again")
         elif module in listed:
-            lines.append(f"{module.path}: {_summary(len(sites), counts(sites))}")
+            lines.append(f"{module.path}: {_summary(sites)}")
             lines += [line for site in sites for line in site_lines(site, new[id(site)])]
     checked = [sites for module, sites in found.items() if not module.same_as]
     if len(found) > 1:
         every = [site for sites in checked for site in sites]
-        lines.append(f"total: {len(checked)} modules, {_summary(len(every), counts(every))}")
+        lines.append(f"total: {len(checked)} modules, {_summary(every)}")
     return "\n".join(lines)
 
 
@@ -134,6 +137,12 @@ def _message(site: TransposeSite) -> str:
     return f"blocked fold: {what(site)}, {site.chain}. Fix: {fix(site)}"
 
 
+def _place(module: Module, site: TransposeSite) -> tuple[str, int | None]:
+    """The file and line to annotate: the user's line, else the module's file."""
+    file, _, line = (readable(site.user_source) or "").rpartition(":")
+    return (file, int(line)) if file and line.isdigit() else (module.path, None)
+
+
 def github(found: dict[Module, list[TransposeSite]], new: dict) -> str:
     """One ``::error`` workflow command per new blocked site, at the user's line."""
     lines = []
@@ -141,12 +150,10 @@ def github(found: dict[Module, list[TransposeSite]], new: dict) -> str:
         for site in sites:
             if not (site.blocked and new[id(site)]) or module.same_as:
                 continue
-            file, _, line = (readable(site.user_source) or module.path).rpartition(":")
-            place = f"file={_escape(file, True)},line={line}" if line.isdigit() else ""
-            title = f"title={_escape('find-barriers: ' + module.name, True)}"
-            lines.append(
-                f"::error {','.join(filter(None, [place, title]))}::{_escape(_message(site))}"
-            )
+            file, line = _place(module, site)
+            place = f"file={_escape(file, True)}" + (f",line={line}" if line else "")
+            title = _escape(f"find-barriers: {module.name}", True)
+            lines.append(f"::error {place},title={title}::{_escape(_message(site))}")
     return "\n".join(lines)
 
 
@@ -156,11 +163,9 @@ def sarif(found: dict[Module, list[TransposeSite]], new: dict) -> str:
     results = []
     for module, sites in found.items():
         for site in (s for s in sites if s.blocked and not module.same_as):
-            file, _, line = (readable(site.user_source) or module.path).rpartition(":")
-            region = {"startLine": int(line)} if line.isdigit() else {}
-            location = {"artifactLocation": {"uri": file or module.path}} | (
-                {"region": region} if region else {}
-            )
+            file, line = _place(module, site)
+            location = {"artifactLocation": {"uri": file}}
+            location |= {"region": {"startLine": line}} if line else {}
             results.append(
                 {
                     "ruleId": "blocked-fold",
