@@ -149,7 +149,7 @@ def test_sarif_validates_against_the_sarif_2_1_0_schema(dumps, capsys):
 
 def test_a_baseline_accepts_todays_sites_and_fails_only_a_new_one(dumps, capsys, tmp_path):
     accepted = tmp_path / "baseline.json"
-    assert check(capsys, dumps["two"], "--write-baseline", accepted)[0] == 1
+    assert check(capsys, dumps["two"], "--write-baseline", accepted)[0] == 0  # all accepted
     status, out = check(capsys, dumps["two"], "--baseline", accepted)
     assert (status, out.count("  accepted ")) == (0, 2)
     status, out = check(capsys, dumps["three"], "--baseline", accepted, "--format", "json")
@@ -185,6 +185,11 @@ BAD = {
         ["not a baseline (not JSON"],
     ),
     "unknown format": (lambda d, tmp: d["two"], ["--format", "xml"], ["argument --format"]),
+    "baseline in a missing folder": (
+        lambda d, tmp: d["two"],
+        ["--write-baseline", "/nonexistent/folder/baseline.json"],
+        ["cannot write the baseline there", "No such file or directory"],
+    ),
 }
 
 

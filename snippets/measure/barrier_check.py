@@ -8,8 +8,8 @@ would fold the transpose into its dot, :mod:`snippets.measure.fold`, but a ``Sha
 stands between), ``foldable`` (it folds) or ``kept`` (XLA keeps the transpose either way), with
 the user's line, the parameter as far as the module names it, and the fix.
 
-Exit status: 0 when no new site is blocked; 1 when a site the baseline (``--baseline FILE``)
-does not accept is blocked, a fold XLA would make that a ``Sharding`` call prevents, whether a
+Exit status: 0 when no new site is blocked (``--write-baseline FILE`` accepts every site it
+records); 1 when a site the baseline (``--baseline FILE``) does not accept is blocked, a fold XLA would make that a ``Sharding`` call prevents, whether a
 typed explicit result or the user's own constraint put the call there; 2 on bad input (one
 ``error:`` line). ``--format`` chooses text, json (:data:`site_report.SCHEMA`), github
 (workflow-command annotations) or sarif (SARIF 2.1.0); ``--json`` is ``--format json``.
@@ -41,11 +41,12 @@ def run(
     in the ``accepted`` baseline is blocked, 2 (one ``error:`` line, nothing else) on bad input."""
     with reported(debug):
         modules = read_modules(paths, module)
-        known = baseline.load(accepted) if accepted else baseline.Counter()
+        known = baseline.load(accepted) if accepted else None
         found = {m: [] if m.same_as else hlo.find_sites(m.program) for m in modules}
         new = baseline.new_sites(found, known)
-        if write_baseline:
+        if write_baseline:  # what it records is accepted from now on, this run included
             baseline.write(write_baseline, found)
+            new = dict.fromkeys(new, False)
     status = int(any(new.values()))
     if output == "json":
         print(site_report.as_json(found, new, status))

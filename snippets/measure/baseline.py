@@ -1,7 +1,8 @@
 """Accepted sites: ``--write-baseline FILE`` records today's blocked sites, ``--baseline FILE``
 accepts them, so only new ones fail. A site is keyed by what survives a recompile: its module's
 name, the parameter (where the module names it by path, not by a flattened index), the shapes,
-and the user's line; never by instruction names or numbers.
+and the user's line (relative to the working directory: run the check from the same place, the
+repository's root in CI); never by instruction names or numbers.
 """
 
 from __future__ import annotations
@@ -47,7 +48,10 @@ def write(path: str, found: dict[Module, list[TransposeSite]]) -> None:
         for site in sites
         if site.blocked
     ]
-    Path(path).write_text(json.dumps({"format": FORMAT, "sites": entries}, indent=2) + "\n")
+    try:
+        Path(path).write_text(json.dumps({"format": FORMAT, "sites": entries}, indent=2) + "\n")
+    except OSError as error:
+        raise ValueError(f"{path}: cannot write the baseline there ({error.strerror})") from None
 
 
 def load(path: str) -> Counter:
@@ -64,9 +68,11 @@ def load(path: str) -> Counter:
     return Counter(_tag(entry) for entry in data.get("sites", []))
 
 
-def new_sites(found: dict[Module, list[TransposeSite]], accepted: Counter) -> dict[int, bool]:
+def new_sites(
+    found: dict[Module, list[TransposeSite]], accepted: Counter | None = None
+) -> dict[int, bool]:
     """For each site (by ``id``), whether it is new: a blocked site beyond the count of its key
-    the baseline accepts. Everything else is not new."""
+    the baseline accepts (none without one). Everything else is not new."""
     left = Counter(accepted)
     new = {}
     for module, sites in found.items():
