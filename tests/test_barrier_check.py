@@ -8,6 +8,7 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import jsonschema
 import pytest
 from jax.tree_util import tree_flatten_with_path
 
@@ -17,6 +18,9 @@ from snippets.measure.barrier import find_barriers, output_name
 from snippets.measure.hlo import find_sites
 
 ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = ROOT / "snippets" / "measure" / "find_barriers.schema.json"
+PARAMETER = "params['head']['kernel'].value"
+"""How XLA's dump of the guides' step names the head's kernel (its ``op_name``)."""
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +45,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict:
         found[mode] = {
             "dump": next(out.glob("module_*.before_optimizations.txt")),
             "proto": next(out.glob("module_*.before_optimizations.hlo.pb")),
+            "after": next(out.glob("module_*after_optimizations.txt")),
             "tpu": out / "tpu.hlo.txt",
             "mlir": out / "step.mlir",
             "sites": find_barriers(lowered),
@@ -68,13 +73,20 @@ def check(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
 def test_a_dump_exits_1_with_a_blocked_fold_and_0_without(files, capsys, mode, status, kind):
     code, out, err = check(capsys, str(files[mode][kind]))
     assert (code, err) == (status, "")
-    header, line = out.splitlines()
-    assert header.endswith(f"1 transpose-of-dot site, {status} with a Sharding call between")
+    header, line, *fix = out.splitlines()
+    verdicts = f"{status} blocked, {1 - status} foldable, 0 kept"
+    assert header.endswith(f": 1 transpose-of-dot site: {verdicts}")
     between = "-> Sharding ->" if status else "->"
-    assert (
-        f"dot f32[256,64] {between} transpose f32[64,256]  output 2  snippets/lm_head.py:" in line
+    assert line.startswith(
+        "  blocked   snippets/lm_head.py:" if status else "  foldable  snippets/"
     )
-    assert line.startswith("  barrier " if status else "  foldable ")
+    assert line.endswith(
+        f"weight gradient of {PARAMETER}  dot f32[256,64] {between} transpose f32[64,256]"
+    )
+    assert len(fix) == status  # a blocked site says what put the call there and the fix
+    assert all(
+        "explicit mesh's type; fix: write this weight gradient in kernel order" in f for f in fix
+    )
 
 
 @pytest.mark.needs_devices(4)
@@ -96,13 +108,17 @@ def test_json_gives_the_same_sites_as_records(files, capsys):
     code, out, _ = check(
         capsys, "--json", str(files["explicit"]["dump"]), str(files["auto"]["dump"])
     )
-    explicit, auto = json.loads(out)
-    assert code == 1  # one blocked fold among the files is enough
-    assert (explicit["barriers"], auto["barriers"]) == (1, 0)
+    document = json.loads(out)
+    jsonschema.validate(document, json.loads(SCHEMA.read_text()))
+    explicit, auto = document["modules"]
+    assert code == document["exit_status"] == 1  # one blocked fold among the files is enough
+    assert (explicit["counts"]["blocked"], auto["counts"]["blocked"]) == (1, 0)
+    assert document["total"] == {"blocked": 1, "foldable": 1, "kept": 0, "new_blocked": 1}
     (site,) = explicit["sites"]
     assert site["between"] == ["Sharding"]
-    assert (site["blocked"], site["output"], site["trips"]) == (True, 2, 1)
-    assert site["source"].startswith("snippets/lm_head.py:")
+    assert (site["verdict"], site["output"], site["trips"]) == ("blocked", 2, 1)
+    assert (site["parameter"], site["placed_by"], site["no_fold"]) == (PARAMETER, "explicit", None)
+    assert site["user_line"].startswith("snippets/lm_head.py:")
 
 
 ALL_REDUCE_BETWEEN = """HloModule m
@@ -150,7 +166,18 @@ def cut_after_line(text: str) -> str:
 
 BAD_INPUT = {
     "missing path": (lambda files, tmp: str(tmp / "nothing.txt"), ["no such file"]),
-    "directory": (lambda files, tmp: str(tmp), ["a directory", "before_optimizations.txt"]),
+    "directory without a module": (
+        lambda files, tmp: str(tmp),
+        ["no *.before_optimizations.txt module in it", "--xla_dump_to=DIR"],
+    ),
+    "after_optimizations file": (
+        lambda files, tmp: str(files["explicit"]["after"]),
+        ["already optimised", "pass ", ".before_optimizations.txt"],
+    ),
+    "compiled module's text": (
+        lambda files, tmp: write(tmp, "compiled.txt", files["explicit"]["after"].read_text()),
+        ["a compiled (scheduled) module", "before_optimizations.txt"],
+    ),
     "empty file": (
         lambda files, tmp: write(tmp, "empty.txt", ""),
         ["the file is empty", "HLO text"],
@@ -202,7 +229,7 @@ def test_a_module_without_a_dot_is_valid(capsys, tmp_path):
     text = jax.jit(jnp.sin).lower(jnp.ones(3)).as_text(dialect="hlo")
     assert check(capsys, write(tmp_path, "sin.txt", text)) == (
         0,
-        f"{tmp_path / 'sin.txt'}: 0 transpose-of-dot sites, 0 with a Sharding call between\n",
+        f"{tmp_path / 'sin.txt'}: 0 transpose-of-dot sites: 0 blocked, 0 foldable, 0 kept\n",
         "",
     )
 

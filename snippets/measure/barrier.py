@@ -254,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--hlo", nargs="+", metavar="FILE", help="check HLO text files instead")
     args = parser.parse_args(argv)
     if args.hlo:  # the same check as find-barriers FILE ... (snippets.measure.barrier_check)
-        barrier_check.run(args.hlo, args.json, args.debug)
+        barrier_check.run(args.hlo, "json" if args.json else "text", args.debug)
         return
     with reported(args.debug):
         base = step_config(args, steps=2, optimizer=args.optimizer)

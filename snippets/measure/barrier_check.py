@@ -1,116 +1,89 @@
-"""Check a real run: the transpose-of-dot sites of HLO text files, without JAX.
+"""Check a real run: the transpose-of-dot sites of XLA's modules, without JAX.
 
-``find-barriers FILE [FILE ...] [--json]`` (or ``python -m snippets.measure.barrier_check``, or
-``python -m snippets.barrier --hlo FILE ...``) reads XLA's ``before_optimizations`` dumps or
-``lowered.as_text(dialect="hlo")`` saved to a file. Exit status, as linters do: 0 when no site
-has a ``Sharding`` call between its dot and transpose, 1 when one has, 2 on bad input.
+``find-barriers PATH [PATH ...]`` (or ``python -m snippets.measure.barrier_check``, or
+``python -m snippets.barrier --hlo PATH ...``) reads XLA's ``before_optimizations`` dumps, a dump
+directory (every ``*.before_optimizations.txt`` in it, ``--module PATTERN`` to narrow them), or
+``lowered.as_text(dialect="hlo")`` saved to a file. Each site is ``blocked`` (XLA's simplifier
+would fold the transpose into its dot, :mod:`snippets.measure.fold`, but a ``Sharding`` call
+stands between), ``foldable`` (it folds) or ``kept`` (XLA keeps the transpose either way), with
+the user's line, the parameter as far as the module names it, and the fix.
+
+Exit status: 0 when no new site is blocked (``--write-baseline FILE`` accepts every site it
+records); 1 when a site the baseline (``--baseline FILE``) does not accept is blocked, a fold XLA would make that a ``Sharding`` call prevents, whether a
+typed explicit result or the user's own constraint put the call there; 2 on bad input (one
+``error:`` line). ``--format`` chooses text, json (:data:`site_report.SCHEMA`), github
+(workflow-command annotations) or sarif (SARIF 2.1.0); ``--json`` is ``--format json``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import os
-import re
 from collections.abc import Sequence
-from pathlib import Path
 
-from snippets.measure import hlo
+from snippets.measure import baseline, hlo, site_report
+from snippets.measure.dump_input import HOW_TO_GET_HLO, read_file, read_modules
 from snippets.support.cli import Parser, reported, run_module
 
-HOW_TO_GET_HLO = (
-    "pass HLO text: XLA's module_*.before_optimizations.txt from "
-    "XLA_FLAGS='--xla_dump_to=DIR --xla_dump_hlo_as_text', or lowered.as_text(dialect=\"hlo\")"
-)
-_MLIR = re.compile(
-    r"^\s*(module\b|func\.func\b|#loc\d* = |%\S+ = \"?(stablehlo|sdy|func)\.)", re.MULTILINE
-)
+__all__ = ["HOW_TO_GET_HLO", "main", "read_file", "run"]
+FORMATS = ("text", "json", "github", "sarif")
 
 
-def read_file(path: str) -> hlo.Program:
-    """One HLO text file, read; a ValueError says what is wrong with it and what to pass."""
-    file = Path(path)
-    if not file.exists():
-        raise ValueError(f"{path}: no such file")
-    if file.is_dir():
-        raise ValueError(f"{path}: a directory; pass the module_*.before_optimizations.txt in it")
-    data = file.read_bytes()
-    if not data.strip():
-        raise ValueError(f"{path}: the file is empty; {HOW_TO_GET_HLO}")
-    try:
-        text = data.decode()
-    except UnicodeDecodeError:
-        text = "\0"  # not text at all
-    if "\0" in text:
-        raise ValueError(f"{path}: a binary file (an HloProto .pb dump?); {HOW_TO_GET_HLO}")
-    if _MLIR.search(text, 0, 100_000):
-        raise ValueError(f"{path}: StableHLO/MLIR text, not HLO; {HOW_TO_GET_HLO}")
-    try:
-        program = hlo.read_hlo(text)
-    except ValueError as error:
-        raise ValueError(f"{path}: {error}; is the file cut off?") from None
-    if not program.computations:
-        raise ValueError(f"{path}: no HLO instruction in it; {HOW_TO_GET_HLO}")
-    if text.rstrip().rsplit("\n", 1)[-1].strip() != "}":
-        raise ValueError(f"{path}: cut off, it ends inside a computation; dump it again")
-    if not program.entry:
-        raise ValueError(f"{path}: no ENTRY computation, so no whole module; {HOW_TO_GET_HLO}")
-    return program
-
-
-def readable(source: str | None) -> str | None:
-    """A source path as a reader finds it: from the package in site-packages, or from here."""
-    if source is None or "site-packages/" in source:
-        return source and source.rpartition("site-packages/")[2]
-    relative = os.path.relpath(source, os.getcwd())
-    return source if relative.startswith("..") else relative
-
-
-def site_line(site: hlo.TransposeSite) -> str:
-    """One site on one line: kind, chain, the output it reaches, loop trips, source, op name."""
-    output = "no output" if site.output is None else f"output {site.output}"
-    trips = "" if site.trips == 1 else f"  x{site.trips or '?'} per run (in a loop)"
-    where = "  ".join(filter(None, [readable(site.source), site.op_name]))
-    return f"  {site.kind:<9} {site.chain}  {output}{trips}  {where}".rstrip()
-
-
-def run(paths: Sequence[str], as_json: bool = False, debug: bool = False) -> None:
-    """Read every file, then print each one's sites; exit 1 when one has a ``Sharding`` call
-    between (a fold explicit mode blocks), 2 (one ``error:`` line, nothing else) on bad input."""
+def run(
+    paths: Sequence[str],
+    output: str = "text",
+    debug: bool = False,
+    *,
+    module: str | None = None,
+    show_empty: bool = False,
+    accepted: str | None = None,
+    write_baseline: str | None = None,
+) -> None:
+    """Read every module, then print its sites in ``output``'s format; exit 1 when a site not
+    in the ``accepted`` baseline is blocked, 2 (one ``error:`` line, nothing else) on bad input."""
     with reported(debug):
-        found = {path: hlo.find_sites(read_file(path)) for path in paths}
-    barriers = {
-        path: sum(site.kind == "barrier" for site in sites) for path, sites in found.items()
-    }
-    if as_json:
-        records = [
-            {"file": path, "barriers": barriers[path], "sites": [record(site) for site in sites]}
-            for path, sites in found.items()
-        ]
-        print(json.dumps(records, indent=2))
-    else:
-        for path, sites in found.items():
-            plural = "" if len(sites) == 1 else "s"
-            between = f"{barriers[path]} with a Sharding call between"
-            print(f"{path}: {len(sites)} transpose-of-dot site{plural}, {between}")
-            for site in sites:
-                print(site_line(site))
-    if any(barriers.values()):
+        modules = read_modules(paths, module)
+        known = baseline.load(accepted) if accepted else None
+        found = {m: [] if m.same_as else hlo.find_sites(m.program) for m in modules}
+        new = baseline.new_sites(found, known)
+        if write_baseline:  # what it records is accepted from now on, this run included
+            baseline.write(write_baseline, found)
+            new = dict.fromkeys(new, False)
+    status = int(any(new.values()))
+    if output == "json":
+        print(site_report.as_json(found, new, status))
+    elif output == "github":
+        if text := site_report.github(found, new):
+            print(text)
+    elif output == "sarif":
+        print(site_report.sarif(found, new))
+    else:  # a module without sites is listed when named as a file, or when asked
+        listed = {m for m, sites in found.items() if sites or show_empty or m.path in paths}
+        print(site_report.text(found, new, listed))
+    if status:
         raise SystemExit(1)
 
 
-def record(site: hlo.TransposeSite) -> dict:
-    """A site as JSON data: its fields, ``blocked`` (anything between), its source readable."""
-    return dataclasses.asdict(site) | {"blocked": site.blocked, "source": readable(site.source)}
-
-
 def main(argv: Sequence[str] | None = None) -> None:
-    """The console script ``find-barriers``: check each HLO text file named."""
+    """The console script ``find-barriers``: check each HLO text file or dump directory named."""
     parser = Parser(__doc__)
-    parser.add_argument("files", nargs="+", metavar="FILE", help="HLO text files")
-    parser.add_argument("--json", action="store_true", help="print JSON records instead of text")
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="HLO text files or dump folders")
+    parser.add_argument("--module", metavar="PATTERN", help="in a folder, modules matching this")
+    parser.add_argument(
+        "--all-modules", action="store_true", help="list a folder's modules without sites too"
+    )
+    parser.add_argument("--format", choices=FORMATS, default="text", help="output format")
+    parser.add_argument("--json", action="store_true", help="the same as --format json")
+    parser.add_argument("--baseline", metavar="FILE", help="accept the blocked sites in FILE")
+    parser.add_argument("--write-baseline", metavar="FILE", help="record today's blocked sites")
     args = parser.parse_args(argv)
-    run(args.files, args.json, args.debug)
+    run(
+        args.paths,
+        "json" if args.json else args.format,
+        args.debug,
+        module=args.module,
+        show_empty=args.all_modules,
+        accepted=args.baseline,
+        write_baseline=args.write_baseline,
+    )
 
 
 if __name__ == "__main__":

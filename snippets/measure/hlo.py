@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 
+from snippets.measure import fold, provenance
 from snippets.ring_model import ring_bytes_per_rank
 
 DTYPE_BYTES = {
@@ -104,13 +105,19 @@ Value = str | tuple[str, int]
 @dataclasses.dataclass
 class Program:
     """A module as :class:`Instruction` records, what the site finder reads: each computation's
-    instructions in order, the entry's name, and the ``file:line`` of each stack frame id
-    (``debug_info``'s tables; empty without them). The finder asks only through the properties
-    and methods below, so a reader can also make records on demand (:mod:`snippets.measure.stablehlo`)."""
+    instructions in order, the entry's name, and each stack frame id's ``file:line`` chain,
+    innermost first (``debug_info``'s tables; empty without them). The finder asks only through
+    the properties and methods below, so a reader can also make records on demand
+    (:mod:`snippets.measure.stablehlo`)."""
 
     computations: dict[str, list[Instruction]]
     entry: str
-    frames: dict[int, str] = dataclasses.field(default_factory=dict)
+    stacks: dict[int, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def frames(self) -> dict[int, str]:
+        """The innermost ``file:line`` of each stack frame id."""
+        return {key: stack[0] for key, stack in self.stacks.items() if stack}
 
     @functools.cached_property
     def by_name(self) -> Mapping[str, Instruction]:
@@ -168,10 +175,21 @@ class Program:
     def where(self, inst: Instruction) -> tuple[str | None, str | None]:
         """``inst``'s ``op_name`` and ``file:line`` from its metadata (a stack frame id, or XLA's
         older ``source_file``/``source_line``), each None where the text has none."""
-        op_name, frame = _OP_NAME.search(inst.attributes), _FRAME.search(inst.attributes)
+        stack = self.stack(inst)
+        return self.op_name(inst), stack[0] if stack else None
+
+    def op_name(self, inst: Instruction) -> str | None:
+        """``inst``'s ``op_name`` metadata, None where it has none."""
+        found = _OP_NAME.search(inst.attributes)
+        return found and re.sub(r"\\(.)", r"\1", found[1])
+
+    def stack(self, inst: Instruction) -> tuple[str, ...]:
+        """``inst``'s call stack as ``file:line``, innermost first; only the innermost where the
+        text has no frame tables; ``()`` where it has no source at all."""
+        if frame := _FRAME.search(inst.attributes):
+            return self.stacks.get(int(frame[1]), ())
         source = _SOURCE.search(inst.attributes)
-        where = self.frames.get(int(frame[1])) if frame else source and f"{source[1]}:{source[2]}"
-        return op_name and op_name[1], where
+        return (f"{source[1]}:{source[2]}",) if source else ()
 
     def parameter(self, computation: str, index: int) -> str | None:
         """The name of ``computation``'s parameter ``index``."""
@@ -232,19 +250,34 @@ def read_hlo(hlo_text: str) -> Program:
             raise ValueError(f"line {number} is not a whole instruction: {line[:60]!r}") from None
         if inst is not None:
             found.setdefault(current, []).append(inst)
-    return Program(found, entry, _frames(tables))
+    return Program(found, entry, _stacks(tables))
 
 
-def _frames(tables: dict[str, dict[int, str]]) -> dict[int, str]:
-    """``file:line`` of each stack frame id, from the tables ``as_text(debug_info=True)`` prints."""
+def _stacks(tables: dict[str, dict[int, str]]) -> dict[int, tuple[str, ...]]:
+    """Each stack frame id's ``file:line`` chain, innermost first, from the tables XLA prints at
+    the top of a dump (and ``as_text(debug_info=True)``). XLA's text gives each frame's parent
+    one above its id, so frame 1, the outermost, reads ``parent_frame_id=1``; where no frame
+    names itself, the ids are taken as they stand, 0 meaning none."""
     places = {}
     for key, text in tables["FileLocations"].items():
         place = dict(re.findall(r"(\w+)=(\d+)", text))
         places[key] = f"{tables['FileNames'].get(int(place['file_name_id']), '?')}:{place['line']}"
-    return {
-        key: places.get(int(re.search(r"file_location_id=(\d+)", text)[1]), "?")
+    frames = {
+        key: tuple(int(n) for n in re.findall(r"(?:file_location_id|parent_frame_id)=(\d+)", text))
         for key, text in tables["StackFrames"].items()
     }
+    shift = int(any(key == frame[-1] for key, frame in frames.items() if len(frame) == 2))
+
+    def chain(key: int) -> tuple[str, ...]:
+        found, seen = [], set()
+        while key in frames and key not in seen:
+            seen.add(key)
+            location, *parent = frames[key]
+            found.append(places.get(location, "?"))
+            key = parent[0] - shift if parent else 0
+        return tuple(found)
+
+    return {key: chain(key) for key in frames}
 
 
 def computations(hlo_text: str) -> tuple[dict[str, list[Instruction]], str, str]:
@@ -500,7 +533,13 @@ class TransposeSite:
     """A transpose fed by a dot; ``kind`` says what stands between: ``foldable`` (nothing),
     ``barrier`` (a ``Sharding`` call), ``all-reduce`` or ``other``. Shapes are without layouts.
     ``output``: the result element (index, or name from :func:`snippets.measure.barrier.find_barriers`)
-    its value reaches; ``trips``: how many times it runs per step (:func:`runs`; None: unknown)."""
+    its value reaches; ``trips``: how many times it runs per step (:func:`runs`; None: unknown).
+
+    ``no_fold``: why XLA's simplifier would keep the transpose anyway (:func:`fold.no_fold`), None
+    when it would fold it; ``stack``: the dot's call stack, innermost first; ``parameter``: the
+    parameter whose gradient the dot makes, as the module names it; ``role``
+    (:func:`provenance.role`); ``placed_by``: ``explicit`` or ``constraint``, what put the
+    ``Sharding`` call there, and ``placed_at`` the user's line of a constraint."""
 
     transpose: str
     shape: str
@@ -512,11 +551,30 @@ class TransposeSite:
     source: str | None = None
     output: int | str | None = None
     trips: int | None = 1
+    no_fold: str | None = None
+    stack: tuple[str, ...] = ()
+    parameter: str | None = None
+    role: str = "unknown"
+    placed_by: str | None = None
+    placed_at: str | None = None
+
+    @property
+    def verdict(self) -> str:
+        """``blocked``: XLA would fold it but a ``Sharding`` call stands between; ``foldable``:
+        it folds; ``kept``: XLA keeps the transpose whatever stands between (``no_fold`` says why)."""
+        if self.no_fold is not None:
+            return "kept"
+        return "blocked" if "Sharding" in self.between else "foldable"
 
     @property
     def blocked(self) -> bool:
-        """Whether anything stands between the dot and the transpose (the fold cannot fire)."""
-        return bool(self.between)
+        """Whether a ``Sharding`` call blocks a fold XLA would otherwise make."""
+        return self.verdict == "blocked"
+
+    @property
+    def user_source(self) -> str | None:
+        """The user's own line: the first frame outside JAX, Flax, optax and the recipe helpers."""
+        return provenance.user_frame(self.stack) or self.source
 
     @property
     def chain(self) -> str:
@@ -569,6 +627,7 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
     ``program`` (:func:`read_hlo`, or :func:`snippets.measure.stablehlo.read_stablehlo`)."""
     by_name = program.by_name
     count = runs(program)
+    parameters = None  # made for the first site: most modules of a dump have none
     sites = []
     for comp, inst in program.transposes():
         if not _has_dims(inst, dims):
@@ -582,10 +641,30 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
         shapes = inst.shape.split("{")[0], origin.shape.split("{")[0]
         where, trips = program.where(origin), count(comp)
         names = inst.name, shapes[0], origin.name
-        sites.append(TransposeSite(*names, between, kind, shapes[1], *where, trips=trips))
+        placed = provenance.placed_by(program, [op for op in chain if is_sharding_call(op)])
+        sizes = tuple(sorted(array_shapes(inst.shape)[0][1]))
+        parameters = parameters or provenance.Parameters(program)
+        found = TransposeSite(*names, between, kind, shapes[1], *where, trips=trips)
+        sites.append(
+            dataclasses.replace(
+                found,
+                no_fold=fold.no_fold(program, inst, chain, origin),
+                stack=program.stack(origin),
+                parameter=parameters.of(origin, sizes),
+                placed_by=placed[0],
+                placed_at=placed[1],
+            )
+        )
     reached = _outputs_reached(program, [site.transpose for site in sites])
     return sorted(
-        (dataclasses.replace(site, output=reached[site.transpose]) for site in sites),
+        (
+            dataclasses.replace(
+                site,
+                output=reached[site.transpose],
+                role=provenance.role(site.op_name, site.parameter, reached[site.transpose]),
+            )
+            for site in sites
+        ),
         key=_site_order,
     )
 

@@ -78,6 +78,7 @@ class StableHLOProgram(Program):
         self.shapes: dict[Any, str] = {}  # MLIR type -> HLO shape
         self.kinds: dict[str, tuple[str, int]] = {}  # operation name -> opcode, regions
         self.found_transposes: list[Any] = []
+        self.locations: dict[str, str] = {}  # record name -> its printed location
         self.calls_to: dict[str, list[Any]] = {}  # function -> the calls of it
         self.by_name = _OnDemand(self._record, self.handles)
         self.owner = _OnDemand(self._owner, self.handles)
@@ -273,12 +274,25 @@ class StableHLOProgram(Program):
                 found.append((self.by_name[self._name(user)], index))
         return found
 
-    def where(self, inst: Instruction) -> tuple[str | None, str | None]:
-        """The operation's location: its name is the ``op_name``, its innermost file and line
-        (the first printed) the source, as XLA's conversion to HLO takes them."""
-        location = str(self.handles[inst.name][1].location)
-        name, place = _LOC_NAME.match(location), _LOC_FILE.search(location)
-        return name and name[1], place and f"{place[1]}:{place[2]}"
+    def _location(self, inst: Instruction) -> str:
+        """The printed location of the operation or function argument behind a record (printing
+        one is slow: each is printed once)."""
+        if (printed := self.locations.get(inst.name)) is None:
+            kind, first, *rest = self.handles[inst.name]
+            where = self.layouts[first][0].arguments[rest[0]] if kind == "arg" else first
+            printed = self.locations[inst.name] = (
+                str(where.location) if kind in ("arg", "op") else ""
+            )
+        return printed
+
+    def op_name(self, inst: Instruction) -> str | None:
+        """The location's name, as XLA's conversion to HLO takes it for ``op_name``."""
+        name = _LOC_NAME.match(self._location(inst))
+        return name and name[1]
+
+    def stack(self, inst: Instruction) -> tuple[str, ...]:
+        """The location's files and lines, innermost (the first printed) first."""
+        return tuple(f"{file}:{line}" for file, line in _LOC_FILE.findall(self._location(inst)))
 
     def parameter(self, computation: str, index: int) -> str | None:
         """A function's parameter ``index``."""
@@ -303,7 +317,7 @@ def _terminator(block: Any) -> Any:
     return operations[len(operations) - 1]
 
 
-_DETAILED = {"broadcast", "call", "compare", "constant", "custom-call"}
+_DETAILED = {"broadcast", "call", "compare", "constant", "custom-call", "dot", "transpose"}
 
 
 def _details(op: Any, opcode: str, operands: tuple, shape: Callable) -> tuple[str, tuple, str]:
@@ -316,6 +330,19 @@ def _details(op: Any, opcode: str, operands: tuple, shape: Callable) -> tuple[st
         return ("reshape" if same else opcode), operands, ""
     if opcode == "call":
         return opcode, operands, f", to_apply={_symbol(op.attributes['callee'])}"
+    if opcode == "transpose":
+        order = re.search(r"array<i64(?:: ([\d, ]*))?>", str(op.attributes["permutation"]))
+        return opcode, operands, f", dimensions={{{(order[1] or '').replace(' ', '')}}}"
+    if opcode == "dot":
+        numbers = str(op.attributes["dot_dimension_numbers"])
+        parts = [
+            f", {side}_{kind}_dims={{{found[1].replace(' ', '') if found else ''}}}"
+            for side in ("lhs", "rhs")
+            for kind in ("batch", "contracting")
+            if (found := re.search(rf"{side}_{kind}\w* = \[([\d, ]*)\]", numbers))
+            or kind == "contracting"
+        ]
+        return opcode, operands, "".join(parts)
     if opcode == "compare":
         direction = re.search(r"direction (\w+)", str(op.attributes["comparison_direction"]))
         return opcode, operands, f", direction={direction[1] if direction else '?'}"

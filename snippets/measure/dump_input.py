@@ -1,0 +1,135 @@
+"""What ``find-barriers`` reads: HLO text files, or every ``before_optimizations`` module of a dump
+directory, each checked to be the module JAX hands XLA; a ValueError names what to pass instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from snippets.measure import hlo
+
+BEFORE = ".before_optimizations.txt"
+HOW_TO_GET_HLO = (
+    "pass HLO text: XLA's module_*.before_optimizations.txt from "
+    "XLA_FLAGS='--xla_dump_to=DIR --xla_dump_hlo_as_text', or lowered.as_text(dialect=\"hlo\")"
+)
+_MLIR = re.compile(
+    r"^\s*(module\b|func\.func\b|#loc\d* = |%\S+ = \"?(stablehlo|sdy|func)\.)", re.MULTILINE
+)
+_SCHEDULED = re.compile(r"^HloModule [^\n]*\bis_scheduled=true", re.MULTILINE)
+_AFTER = re.compile(r"[._]after_optimizations|\.\d{4}\.[^.]+\.after_[^.]+\.before_[^.]+")
+"""XLA's dump names for a module after its passes, or between two of them."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Module:
+    """One module to check: where it was read, its program, and the file of the same text
+    read before it (a step compiled twice is dumped twice), if any."""
+
+    path: str
+    program: hlo.Program
+    same_as: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The module's name in XLA's dump file name (``jit_train_step``), else the file name."""
+        found = re.match(
+            r"module_\d+\.(.+?)(?:\.before_optimizations)?\.txt$", Path(self.path).name
+        )
+        return found[1] if found else Path(self.path).name
+
+
+def _before(path: Path) -> str:
+    """The ``before_optimizations`` file to pass instead of a later dump of the same module."""
+    module = re.match(r"(module_\d+\.[^.]+)\.", path.name)
+    name = f"{module[1]}{BEFORE}" if module else f"module_*{BEFORE}"
+    return str(path.with_name(name))
+
+
+def read_file(path: str) -> hlo.Program:
+    """One HLO text file, read; a ValueError says what is wrong with it and what to pass."""
+    return _program(path, _text(path))
+
+
+def _text(path: str) -> str:
+    """A file's text; a ValueError where it is missing, a folder, a later dump, empty or binary."""
+    file = Path(path)
+    if not file.exists():
+        raise ValueError(f"{path}: no such file")
+    if file.is_dir():
+        raise ValueError(f"{path}: a directory; pass the module_*.before_optimizations.txt in it")
+    if _AFTER.search(file.name):
+        raise ValueError(f"{path}: a module XLA has already optimised; pass {_before(file)}")
+    data = file.read_bytes()
+    if not data.strip():
+        raise ValueError(f"{path}: the file is empty; {HOW_TO_GET_HLO}")
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        text = "\0"  # not text at all
+    if "\0" in text:
+        raise ValueError(f"{path}: a binary file (an HloProto .pb dump?); {HOW_TO_GET_HLO}")
+    return text
+
+
+def _program(path: str, text: str) -> hlo.Program:
+    """HLO text read as a module; a ValueError where it is not the module JAX hands XLA."""
+    file = Path(path)
+    if _MLIR.search(text, 0, 100_000):
+        raise ValueError(f"{path}: StableHLO/MLIR text, not HLO; {HOW_TO_GET_HLO}")
+    if _SCHEDULED.search(text, 0, 100_000):
+        raise ValueError(
+            f"{path}: a compiled (scheduled) module, after XLA's passes; pass {_before(file)}"
+        )
+    try:
+        program = hlo.read_hlo(text)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}; is the file cut off?") from None
+    if not program.computations:
+        raise ValueError(f"{path}: no HLO instruction in it; {HOW_TO_GET_HLO}")
+    if text.rstrip().rsplit("\n", 1)[-1].strip() != "}":
+        raise ValueError(f"{path}: cut off, it ends inside a computation; dump it again")
+    if not program.entry:
+        raise ValueError(f"{path}: no ENTRY computation, so no whole module; {HOW_TO_GET_HLO}")
+    return program
+
+
+def dump_modules(path: str, pattern: str | None = None) -> list[str]:
+    """``path`` itself, or, for a directory, its ``*.before_optimizations.txt`` modules whose
+    file name ``pattern`` (a regular expression) matches, in name order."""
+    directory = Path(path)
+    if not directory.is_dir():
+        return [path]
+    found = sorted(str(file) for file in directory.glob(f"*{BEFORE}"))
+    matching = [file for file in found if pattern is None or re.search(pattern, Path(file).name)]
+    if not matching:
+        narrowed = f" whose name matches {pattern!r}" if pattern and found else ""
+        raise ValueError(
+            f"{path}: no *{BEFORE} module{narrowed} in it; pass the directory XLA_FLAGS="
+            f"'--xla_dump_to=DIR --xla_dump_hlo_as_text' wrote, or one module_*{BEFORE}"
+        )
+    return matching
+
+
+def read_modules(paths: Sequence[str], pattern: str | None = None) -> list[Module]:
+    """Every module the paths name (files, or dump directories), each read once; a module whose
+    text an earlier one already had is marked ``same_as`` it."""
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise ValueError(f"--module {pattern!r} is not a regular expression: {error}") from None
+    files = [file for path in paths for file in dump_modules(path, pattern)]
+    seen: dict[bytes, str] = {}
+    modules = []
+    for file in dict.fromkeys(files):
+        text = _text(file)
+        digest = hashlib.blake2b(text.encode(), digest_size=16).digest()  # not every text kept
+        modules.append(Module(file, _program(file, text), seen.setdefault(digest, file)))
+    return [
+        dataclasses.replace(m, same_as=None if m.same_as == m.path else m.same_as) for m in modules
+    ]

@@ -1,0 +1,96 @@
+"""Would XLA fold this transpose into its dot? The algebraic simplifier's conditions, as a function.
+
+XLA's ``AlgebraicSimplifier`` rewrites ``transpose(dot(a, b))`` as ``dot(b, a)`` only when
+([``HandleTranspose``][algsimp], its ``do_transpose_of_dot`` branch, the one XLA:CPU takes: it
+turns ``supports_non_canonical_dots`` off, [cpu_compiler.cc][options]):
+
+- the transpose's operand is the dot itself, and the dot has no other user;
+- the dot is canonical: each operand has exactly one non-contracting dimension, besides batch
+  dimensions and at least one contracting dimension;
+- the transpose swaps the last two dimensions and keeps the rest in place.
+
+XLA:CPU runs ``DotDecomposer`` before it ([pipeline][cpu]), which makes batch dimensions lead
+and merges the contracting dimensions into one, of size 1 where there were none
+([``DotDecomposer::Run``][decomposer]); a dot with more than one non-contracting dimension per
+side it reshapes, so a reshape then stands between. So only the count of non-contracting
+dimensions decides. :func:`no_fold` asks these conditions of a site as if the ``Sharding`` calls between
+were gone, and says which one fails.
+
+[algsimp]: https://github.com/openxla/xla/blob/11c07836fbe9b0f746484d008242ddaee7e9005b/xla/hlo/transforms/simplifiers/algebraic_simplifier.cc#L8824-L8881
+[options]: https://github.com/openxla/xla/blob/11c07836fbe9b0f746484d008242ddaee7e9005b/xla/service/cpu/cpu_compiler.cc#L683-L690
+[cpu]: https://github.com/openxla/xla/blob/11c07836fbe9b0f746484d008242ddaee7e9005b/xla/service/cpu/cpu_compiler.cc#L550-L552
+[decomposer]: https://github.com/openxla/xla/blob/11c07836fbe9b0f746484d008242ddaee7e9005b/xla/hlo/transforms/expanders/dot_decomposer.cc#L274-L311
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # hlo imports this module: no import back at run time
+    from snippets.measure.hlo import Instruction, Program
+
+SOURCE = (
+    "https://github.com/openxla/xla/blob/11c07836fbe9b0f746484d008242ddaee7e9005b/"
+    "xla/hlo/transforms/simplifiers/algebraic_simplifier.cc#L8824-L8881"
+)
+"""Where the conditions are read: ``HandleTranspose``'s ``do_transpose_of_dot``."""
+
+_REMOVED = {"copy", "bitcast", "get-tuple-element", "tuple"}
+"""Ops between that change nothing XLA's simplifier looks at (a copy before layout assignment,
+a tuple element it forwards)."""
+
+
+def dims(attributes: str, name: str) -> tuple[int, ...]:
+    """The integers of ``name={...}`` in an instruction's attributes; ``()`` where absent.
+
+    >>> dims(", lhs_batch_dims={0,1}, lhs_contracting_dims={3}", "lhs_batch_dims")
+    (0, 1)
+    """
+    found = re.search(rf"\b{name}=\{{([\d,]*)\}}", attributes)
+    return tuple(int(d) for d in found[1].split(",") if d) if found else ()
+
+
+def _rank(program: Program, name: str) -> int | None:
+    """How many dimensions the array ``name`` has; None for a tuple or an unknown value."""
+    inst = program.by_name.get(name)
+    found = re.findall(r"\[([\d,]*)\]", inst.shape) if inst else []
+    return len([d for d in found[0].split(",") if d]) if len(found) == 1 else None
+
+
+def _is_sharding_call(inst: Instruction) -> bool:
+    return inst.opcode == "custom-call" and 'custom_call_target="Sharding"' in inst.attributes
+
+
+def no_fold(
+    program: Program, transpose: Instruction, chain: Sequence[Instruction], dot: Instruction
+) -> str | None:
+    """Why XLA's simplifier would keep ``transpose`` even with no ``Sharding`` call in ``chain``
+    (the ops between, nearest the transpose first); ``None`` when it would fold it."""
+    if changed := [op.opcode for op in chain if op.opcode not in _REMOVED | {"custom-call"}]:
+        article = "an" if changed[0][0] in "aeiou" else "a"
+        return (
+            f"{article} {changed[0]} stands between: the transpose does not read the dot's result"
+        )
+    if others := [op for op in chain if op.opcode == "custom-call" and not _is_sharding_call(op)]:
+        return f"a custom call stands between: {others[0].attributes[:60]}"
+    for side, operand in zip(("lhs", "rhs"), dot.operands, strict=False):
+        contracting = dims(dot.attributes, f"{side}_contracting_dims")
+        batch = dims(dot.attributes, f"{side}_batch_dims")
+        rank = _rank(program, operand)
+        free = None if rank is None else rank - len(contracting) - len(batch)
+        if free is not None and free != 1:
+            return f"the dot's {side} has {free} non-contracting dimensions, not one"
+    order = dims(transpose.attributes, "dimensions")
+    swap = (*range(len(order) - 2), len(order) - 1, len(order) - 2)
+    if order != swap:
+        shown = ",".join(map(str, order))
+        return f"the transpose moves more than the last two dimensions ({{{shown}}})"
+    for value in (dot, *chain):  # with the calls gone, the dot's users are all of these
+        if (
+            value.opcode not in ("get-tuple-element", "tuple")
+            and len(program.users(value.name)) > 1
+        ):
+            return f"the {value.opcode} has {len(program.users(value.name))} users"
+    return None
