@@ -9,9 +9,10 @@ stands between), ``foldable`` (it folds) or ``kept`` (XLA keeps the transpose ei
 the user's line, the parameter as far as the module names it, and the fix.
 
 Exit status: 0 when no new site is blocked (``--write-baseline FILE`` accepts every site it
-records); 1 when a site the baseline (``--baseline FILE``) does not accept is blocked, a fold XLA would make that a ``Sharding`` call prevents, whether a
-typed explicit result or the user's own constraint put the call there; 2 on bad input (one
-``error:`` line). ``--format`` chooses text, json (:data:`site_report.SCHEMA`), github
+records); 1 when a site the baseline (``--baseline FILE``) does not accept is blocked, a fold
+XLA would make that a ``Sharding`` call prevents, whether a typed explicit result or the user's
+own constraint put the call there; 2 on bad input (one
+``error:`` line). ``--format`` chooses text, json (``site_report.SCHEMA``), github
 (workflow-command annotations) or sarif (SARIF 2.1.0); ``--json`` is ``--format json``.
 """
 

@@ -535,11 +535,12 @@ class TransposeSite:
     ``output``: the result element (index, or name from :func:`snippets.measure.barrier.find_barriers`)
     its value reaches; ``trips``: how many times it runs per step (:func:`runs`; None: unknown).
 
-    ``no_fold``: why XLA's simplifier would keep the transpose anyway (:func:`fold.no_fold`), None
-    when it would fold it; ``stack``: the dot's call stack, innermost first; ``parameter``: the
-    parameter whose gradient the dot makes, as the module names it; ``role``
-    (:func:`provenance.role`); ``placed_by``: ``explicit`` or ``constraint``, what put the
-    ``Sharding`` call there, and ``placed_at`` the user's line of a constraint."""
+    ``no_fold``: why XLA's simplifier would keep the transpose anyway
+    (:func:`snippets.measure.fold.no_fold`), None when it would fold it; ``stack``: the dot's
+    call stack, innermost first; ``parameter``: the parameter whose gradient the dot makes, as
+    the module names it; ``role`` (:func:`snippets.measure.provenance.role`); ``placed_by``:
+    ``explicit`` or ``constraint``, what put the ``Sharding`` call there, and ``placed_at`` the
+    user's line of a constraint."""
 
     transpose: str
     shape: str
