@@ -138,14 +138,16 @@ ENTRY main {
 """
 
 
-def test_blocked_is_anything_between_and_a_barrier_only_a_sharding_call(tmp_path, capsys):
-    """An all-reduce between blocks the fold too, but it is no barrier: exit 0."""
+def test_an_all_reduce_between_is_kept_not_blocked(tmp_path, capsys):
+    """An all-reduce between stops the fold too, but no Sharding call does: kept, exit 0."""
     (tmp_path / "step.hlo.txt").write_text(ALL_REDUCE_BETWEEN)
     code, out, _ = check(capsys, "--json", str(tmp_path / "step.hlo.txt"))
-    ((record,),) = [json.loads(out)]
-    assert (code, record["barriers"]) == (0, 0)
-    found = {tuple(site["between"]): (site["kind"], site["blocked"]) for site in record["sites"]}
-    assert found == {("all-reduce",): ("all-reduce", True), (): ("foldable", False)}
+    (module,) = json.loads(out)["modules"]
+    assert (code, module["counts"]["blocked"]) == (0, 0)
+    found = {tuple(site["between"]): (site["verdict"], site["blocked"]) for site in module["sites"]}
+    assert found == {("all-reduce",): ("kept", False), (): ("kept", False)}
+    reduced = next(site for site in module["sites"] if site["between"])
+    assert "all-reduce" in reduced["no_fold"]
 
 
 def write(tmp_path: Path, name: str, content: str | bytes) -> str:
