@@ -28,7 +28,10 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # hlo imports this module: no import back at run time
+# hlo imports this module too: each uses the other's names only inside functions
+from snippets.measure import hlo
+
+if TYPE_CHECKING:
     from snippets.measure.hlo import Instruction, Program
 
 SOURCE = (
@@ -55,12 +58,8 @@ def dims(attributes: str, name: str) -> tuple[int, ...]:
 def _rank(program: Program, name: str) -> int | None:
     """How many dimensions the array ``name`` has; None for a tuple or an unknown value."""
     inst = program.by_name.get(name)
-    found = re.findall(r"\[([\d,]*)\]", inst.shape) if inst else []
-    return len([d for d in found[0].split(",") if d]) if len(found) == 1 else None
-
-
-def _is_sharding_call(inst: Instruction) -> bool:
-    return inst.opcode == "custom-call" and 'custom_call_target="Sharding"' in inst.attributes
+    arrays = hlo.array_shapes(inst.shape) if inst else []
+    return len(arrays[0][1]) if len(arrays) == 1 else None
 
 
 def no_fold(
@@ -73,7 +72,9 @@ def no_fold(
         return (
             f"{article} {changed[0]} stands between: the transpose does not read the dot's result"
         )
-    if others := [op for op in chain if op.opcode == "custom-call" and not _is_sharding_call(op)]:
+    if others := [
+        op for op in chain if op.opcode == "custom-call" and not hlo.is_sharding_call(op)
+    ]:
         return f"a custom call stands between: {others[0].attributes[:60]}"
     for side, operand in zip(("lhs", "rhs"), dot.operands, strict=False):
         contracting = dims(dot.attributes, f"{side}_contracting_dims")

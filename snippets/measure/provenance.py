@@ -12,7 +12,10 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # hlo imports this module: no import back at run time
+# hlo imports this module too: each uses the other's names only inside functions
+from snippets.measure import hlo
+
+if TYPE_CHECKING:
     from snippets.measure.hlo import Instruction, Program
 
 LIBRARIES = re.compile(
@@ -131,12 +134,10 @@ _CALLS = re.compile(r"\bto_apply=%?([\w.\-]+)")
 
 def _passes_on(inst: Instruction) -> bool:
     """Whether ``inst`` passes its operand on unchanged, as far as naming a parameter goes."""
-    return inst.opcode in ("copy", "bitcast", "convert", "reshape") or (
-        inst.opcode == "custom-call" and 'custom_call_target="Sharding"' in inst.attributes
-    )
+    return inst.opcode in ("copy", "bitcast", "convert", "reshape") or hlo.is_sharding_call(inst)
 
 
 def _sizes(inst: Instruction) -> tuple[int, ...]:
     """An array's dimension sizes, sorted (a transposed kernel has the same)."""
-    found = re.search(r"\[([\d,]*)\]", inst.shape)
-    return tuple(sorted(int(d) for d in found[1].split(",") if d)) if found else ()
+    arrays = hlo.array_shapes(inst.shape)
+    return tuple(sorted(arrays[0][1])) if arrays else ()
