@@ -207,8 +207,10 @@ def _release(version: str) -> tuple[int, ...]:
 
 
 def project_pins(*names: str) -> list[str]:
-    """The named requirements exactly as ``pyproject.toml`` pins them for the project."""
-    return [r for r in PYPROJECT["project"]["dependencies"] if r.split("==")[0] in names]
+    """The named requirements exactly as ``pyproject.toml`` pins them: the project's own
+    (find-barriers') and the ``guides`` group's (the guides' stack)."""
+    pins = PYPROJECT["project"]["dependencies"] + PYPROJECT["dependency-groups"]["guides"]
+    return [r for r in pins if r.split("==")[0] in names]
 
 
 def maxtext_requirements() -> tuple[str, list[str]]:

@@ -8,7 +8,7 @@ import sys
 import pytest
 from pydantic import ValidationError
 
-from snippets import devices, lm_head, lowering
+from snippets import devices, lm_head, lowering, one_training_step
 from snippets.lm_head import LMHeadConfig
 from snippets.measure import barrier, bench, modes, multihost, reduce_scatter, version_check
 from snippets.support import cli
@@ -44,6 +44,8 @@ HUGE = "1000000000"
         ),
         (barrier.main, ["--mesh", "tp"], ["argument --mesh", "invalid choice: 'tp'"]),
         (barrier.main, ["--vocab", HUGE], [f"--vocab {HUGE}", "GiB of memory is available"]),
+        (one_training_step.main, ["--layers", "0"], ["argument --layers", "at least 1", "'0'"]),
+        (one_training_step.main, ["--layers", "x"], ["argument --layers", "whole number", "'x'"]),
         (lm_head.main, ["--emb", "0"], ["argument --emb", "at least 1", "'0'"]),
         (lm_head.main, ["--vocab", "-4"], ["argument --vocab", "at least 1", "'-4'"]),
         (lm_head.main, ["--tokens", "0"], ["argument --tokens", "at least 1", "'0'"]),

@@ -1,12 +1,12 @@
 """How long :func:`snippets.measure.barrier.find_barriers` takes at a real model's scale, against the
-lowering it reads, and how long the command line takes on that model's XLA dump.
+lowering it reads, and how long the command line takes on that model's XLA dump directory.
 
 ``python -m snippets.measure.barrier_bench [--repeats N] [--emb E] [--vocab V] [--layers L] [--mode M]
 [--json]`` (``nox -s bench``): by default MaxText's decoder at llama2-7b's shape (emb 4096,
 vocab 32000, 32 unrolled layers, explicit mode, 4 simulated devices). After a warm-up, each
 repeat lowers the step and runs ``find_barriers`` on it in this process, with a full garbage
-collection between them (untimed), so neither pays for the other's garbage; the dump, written
-once, is read by a fresh ``python -m snippets.measure.barrier_check`` per repeat. Medians, minima and
+collection between them (untimed), so neither pays for the other's garbage; the dump directory,
+written once, is read by a fresh ``python -m snippets.measure.barrier_check DIR`` per repeat. Medians, minima and
 maxima; no time is asserted anywhere.
 """
 
@@ -35,14 +35,13 @@ LLAMA2_7B = DecoderConfig(emb=4096, vocab=32000, layers=32)
 
 
 def write_dump(lowered: jax.stages.Lowered, directory: str) -> Path:
-    """XLA's own ``before_optimizations`` dump of ``lowered``, without a full compile: with every
-    HLO pass disabled XLA:CPU writes the dump first, then stops at the first ``Sharding`` call
-    it cannot run (the error this expects)."""
+    """XLA's own dump directory of ``lowered``, without a full compile: with every HLO pass
+    disabled XLA:CPU writes the ``before_optimizations`` module (and its other files) first, then
+    stops at the first ``Sharding`` call it cannot run (the error this expects)."""
     options = {"xla_dump_to": directory, "xla_dump_hlo_as_text": True}
     with contextlib.suppress(jax.errors.JaxRuntimeError):
         lowered.compile(compiler_options=options | {"xla_disable_all_hlo_passes": True})
-    (dump,) = Path(directory).glob("*.before_optimizations.txt")
-    return dump
+    return Path(directory)
 
 
 _CHECK_WITH_PEAK = """import runpy, sys
@@ -57,7 +56,8 @@ child's ``ru_maxrss`` would count this process's memory, copied into it before `
 
 
 def read_dump(path: Path) -> tuple[float, int, int]:
-    """Seconds, peak resident bytes and exit status of ``python -m snippets.measure.barrier_check PATH``."""
+    """Seconds, peak resident bytes and exit status of ``python -m snippets.measure.barrier_check
+    PATH`` (a dump directory or file)."""
     command = [sys.executable, "-c", _CHECK_WITH_PEAK, "--json", str(path)]
     started = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -89,7 +89,7 @@ def bench_find_barriers(config: DecoderConfig, mode: str, repeats: int) -> dict:
                 dump = write_dump(lowered, directory)
             del lowered
         reads = [read_dump(dump) for _ in range(repeats)]
-        size = dump.stat().st_size
+        size = sum(file.stat().st_size for file in dump.glob("*.before_optimizations.txt"))
     pairs = zip(runs["find_barriers_s"], runs["lowering_s"], strict=True)
     ratios = [check / lowering for check, lowering in pairs]
     return {
@@ -103,8 +103,8 @@ def bench_find_barriers(config: DecoderConfig, mode: str, repeats: int) -> dict:
             {"measure": "lowering (s)", **spread(runs["lowering_s"])},
             {"measure": "find_barriers (s)", **spread(runs["find_barriers_s"])},
             {"measure": "find_barriers / lowering", **spread(ratios)},
-            {"measure": "dump read, CLI (s)", **spread([seconds for seconds, _, _ in reads])},
-            {"measure": "dump read, peak RSS (MB)", **spread([rss / 1e6 for _, rss, _ in reads])},
+            {"measure": "dump directory, CLI (s)", **spread([seconds for seconds, _, _ in reads])},
+            {"measure": "dump directory, peak RSS (MB)", **spread([r / 1e6 for _, r, _ in reads])},
         ],
     }
 

@@ -1,0 +1,61 @@
+"""One training step of a small Flax model, the step a CI job dumps for ``find-barriers``.
+
+An embedding, ``layers`` GELU ``nnx.Linear`` layers and an untied head, trained with
+``optax.adamw`` inside ``nnx.jit`` on a 2x2 ``("data", "model")`` mesh of ``jax.make_mesh``'s
+default (Explicit) axes. ``.github/workflows/barrier-gate.yml`` runs it with XLA's dump flags.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+from jax.sharding import PartitionSpec as P
+
+from snippets.devices import setup_devices
+from snippets.support.cli import Parser, positive_int, reported, run_module
+
+VOCAB, EMBED, BATCH, SEQ = 256, 64, 8, 16
+
+
+class SmallLM(nnx.Module):
+    def __init__(self, layers: int, rngs: nnx.Rngs) -> None:
+        self.table = nnx.Embed(VOCAB, EMBED, rngs=rngs)
+        self.layers = nnx.List([nnx.Linear(EMBED, EMBED, rngs=rngs) for _ in range(layers)])
+        self.head = nnx.Linear(EMBED, VOCAB, rngs=rngs)
+
+    def __call__(self, tokens: jax.Array) -> jax.Array:
+        x = self.table.embedding[...].at[tokens].get(out_sharding=P("data"))
+        for layer in self.layers:
+            x = x + jax.nn.gelu(layer(x))
+        return self.head(x)
+
+
+@nnx.jit
+def train_step(model: SmallLM, optimizer: nnx.Optimizer, tokens: jax.Array) -> jax.Array:
+    def loss_fn(model: SmallLM) -> jax.Array:
+        logits = model(tokens[:, :-1])
+        return optax.softmax_cross_entropy_with_integer_labels(logits, tokens[:, 1:]).mean()
+
+    loss, grads = nnx.value_and_grad(loss_fn)(model)
+    optimizer.update(model, grads)
+    return loss
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Build the model with ``--layers`` hidden layers and run one step; print its loss."""
+    parser = Parser(__doc__)
+    parser.add_argument("--layers", type=positive_int, default=2, help="hidden layers (2)")
+    args = parser.parse_args(argv)
+    with reported(args.debug):
+        devices = setup_devices(4)
+    with jax.set_mesh(jax.make_mesh((2, 2), ("data", "model"), devices=devices)):
+        model = SmallLM(args.layers, nnx.Rngs(0))
+        optimizer = nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)
+        tokens = jax.device_put(jnp.zeros((BATCH, SEQ + 1), jnp.int32), P("data"))
+        print(f"loss after one step: {float(train_step(model, optimizer, tokens)):.3f}")
+
+
+if __name__ == "__main__":
+    run_module(main)

@@ -1,0 +1,45 @@
+"""The barrier gate's workflow (.github/workflows/barrier-gate.yml): its commands, run here in a
+copy of the checkout, pass with the committed baseline and fail on one more blocked layer."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from snippets.support.workflow import copy_checkout, job_steps, run_step
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOW = ROOT / ".github" / "workflows" / "barrier-gate.yml"
+HERE = {"UV_NO_SYNC": "1", "UV_PROJECT_ENVIRONMENT": sys.prefix}
+"""``uv run`` in this environment as it is (it holds the ``guides`` group), as the job's
+``uv run`` would after installing that group."""
+
+
+@pytest.fixture(scope="module")
+def steps() -> list:
+    found = job_steps(WORKFLOW, "find-barriers")
+    assert [step.name for step in found] == ["One training step, with XLA's dump", "Check the dump"]
+    return found
+
+
+def run_job(steps, checkout: Path, *step_options: str) -> list:
+    """Run each step in ``checkout``, with ``step_options`` after the training step's command."""
+    train, check = steps
+    train = train._replace(command=" ".join([train.command, *step_options]))
+    return [run_step(step, checkout, **HERE) for step in (train, check)]
+
+
+def test_the_job_passes_with_the_committed_baseline(steps, tmp_path):
+    train, check = run_job(steps, copy_checkout(ROOT, tmp_path))
+    assert train.returncode == 0, train.stderr[-2000:]
+    assert train.stdout.startswith("loss after one step: ")
+    assert (check.returncode, check.stdout) == (0, ""), check.stderr[-2000:]
+
+
+def test_one_more_blocked_layer_fails_the_job_at_that_layer_only(steps, tmp_path):
+    train, check = run_job(steps, copy_checkout(ROOT, tmp_path), "--layers", "3")
+    assert train.returncode == 0, train.stderr[-2000:]
+    assert check.returncode == 1, check.stderr[-2000:]
+    (line,) = check.stdout.splitlines()
+    assert line.startswith("::error file=snippets/one_training_step.py,line=")
+    assert "blocked fold: weight gradient of model.states[0][7], dot f32[64,64]" in line
