@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import NoReturn
 
 
-
 class SetupError(RuntimeError):
     """The process cannot run what was asked, and the fix is in its environment, not the input."""
 
