@@ -12,13 +12,13 @@ import jsonschema
 import pytest
 from jax.tree_util import tree_flatten_with_path
 
+from snippets.hlo import check as barrier_check
+from snippets.hlo.sites import find_sites
 from snippets.lowering import StepConfig, build_step
-from snippets.measure import barrier_check
 from snippets.measure.barrier import find_barriers, output_name
-from snippets.measure.hlo import find_sites
 
 ROOT = Path(__file__).resolve().parent.parent
-SCHEMA = ROOT / "snippets" / "measure" / "find_barriers.schema.json"
+SCHEMA = ROOT / "snippets" / "hlo" / "find_barriers.schema.json"
 PARAMETER = "params['head']['kernel'].value"
 """How XLA's dump of the guides' step names the head's kernel (its ``op_name``)."""
 
@@ -260,10 +260,10 @@ def test_the_console_script_and_python_dash_m_give_the_same_output_and_status(fi
             "--hlo",
             dump,
         ],
-        "python -m snippets.measure.barrier_check": [
+        "python -m snippets.hlo.check": [
             sys.executable,
             "-m",
-            "snippets.measure.barrier_check",
+            "snippets.hlo.check",
             dump,
         ],
     }

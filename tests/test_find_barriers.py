@@ -8,16 +8,12 @@ import jax.numpy as jnp
 import pytest
 from flax import nnx
 
+from snippets.hlo.loops import run_counts
+from snippets.hlo.outputs import outputs_reached
+from snippets.hlo.program import read_hlo
+from snippets.hlo.sites import TransposeSite, transpose_of_dot_sites
 from snippets.lowering import StepConfig, build_step
 from snippets.measure.barrier import find_barriers, output_name, short_path
-from snippets.measure.hlo import (
-    TransposeSite,
-    outputs_reached,
-    read_hlo,
-    runs,
-    source_locations,
-    transpose_of_dot_sites,
-)
 
 WITH_METADATA = """
 HloModule jit_step, entry_computation_layout={(f32[2,3]{1,0}, f32[3,4]{1,0})->(f32[4,2]{0,1}, f32[4,2]{1,0})}
@@ -107,9 +103,9 @@ def test_sites_carry_the_dot_shape_op_name_source_and_output():
     assert [sites[name].output for name in ("t1", "t2", "t3")] == [0, 1, None]
 
 
-def test_source_locations_read_the_stack_frame_tables():
-    assert source_locations(WITH_METADATA) == {1: "/somewhere/site-packages/model/layers.py:42"}
-    assert source_locations("ENTRY main { ROOT x = f32[] constant(0) }") == {}
+def test_frames_read_the_stack_frame_tables():
+    assert read_hlo(WITH_METADATA).frames == {1: "/somewhere/site-packages/model/layers.py:42"}
+    assert read_hlo("ENTRY main { ROOT x = f32[] constant(0) }").frames == {}
 
 
 def test_outputs_are_followed_through_a_loop_body_and_the_call_that_stacks_them():
@@ -135,7 +131,7 @@ def test_a_site_in_a_loop_runs_once_per_trip_read_from_the_loop_condition():
 
 
 def test_a_loops_condition_runs_once_more_than_its_body():
-    count = runs(read_hlo(LOOP))
+    count = run_counts(read_hlo(LOOP))
     assert (count("main"), count("body"), count("cond"), count("update")) == (1, 2, 3, 4)
     assert count("nothing calls it") == 1
 

@@ -6,7 +6,7 @@ lowering it reads, and how long the command line takes on that model's XLA dump 
 vocab 32000, 32 unrolled layers, explicit mode, 4 simulated devices). After a warm-up, each
 repeat lowers the step and runs ``find_barriers`` on it in this process, with a full garbage
 collection between them (untimed), so neither pays for the other's garbage; the dump directory,
-written once, is read by a fresh ``python -m snippets.measure.barrier_check DIR`` per repeat. Medians, minima and
+written once, is read by a fresh ``python -m snippets.hlo.check DIR`` per repeat. Medians, minima and
 maxima; no time is asserted anywhere.
 """
 
@@ -46,17 +46,17 @@ def write_dump(lowered: jax.stages.Lowered, directory: str) -> Path:
 
 _CHECK_WITH_PEAK = """import runpy, sys
 try:
-    runpy.run_module("snippets.measure.barrier_check", run_name="__main__", alter_sys=True)
+    runpy.run_module("snippets.hlo.check", run_name="__main__", alter_sys=True)
 finally:
     status = open("/proc/self/status").read()
     sys.stderr.write(status[status.index("VmHWM:") :].splitlines()[0])
 """
-"""``python -m snippets.measure.barrier_check`` that writes its own peak RSS (``VmHWM``) to stderr: a
+"""``python -m snippets.hlo.check`` that writes its own peak RSS (``VmHWM``) to stderr: a
 child's ``ru_maxrss`` would count this process's memory, copied into it before ``exec``."""
 
 
 def read_dump(path: Path) -> tuple[float, int, int]:
-    """Seconds, peak resident bytes and exit status of ``python -m snippets.measure.barrier_check
+    """Seconds, peak resident bytes and exit status of ``python -m snippets.hlo.check
     PATH`` (a dump directory or file)."""
     command = [sys.executable, "-c", _CHECK_WITH_PEAK, "--json", str(path)]
     started = time.perf_counter()

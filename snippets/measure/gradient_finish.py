@@ -12,14 +12,10 @@ from collections.abc import Sequence
 from pydantic import validate_call
 
 from snippets.collective_cost import FINISHES, finish_cost, predict
+from snippets.hlo.collectives import collectives
+from snippets.hlo.program import computations
+from snippets.hlo.shapes import DTYPE_BYTES, array_shapes, elements
 from snippets.lowering import MESH_LAYOUTS, StepConfig, lower_step
-from snippets.measure.hlo import (
-    DTYPE_BYTES,
-    array_shapes,
-    collectives,
-    computations,
-    elements,
-)
 from snippets.support.config import PositiveInt
 from snippets.support.sources import (
     BANDWIDTH_CASES,

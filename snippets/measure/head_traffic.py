@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from snippets.hlo.collectives import COLLECTIVES, collectives
+from snippets.hlo.gradients import gradient_path
 from snippets.lowering import (
     LoweredStep,
     StepConfig,
@@ -16,7 +18,6 @@ from snippets.lowering import (
     every_mode_and_variant,
     lower_built,
 )
-from snippets.measure import hlo
 from snippets.ring_model import ring_bytes_per_rank
 from snippets.support.sources import DESIGN_DOC_MODELS
 
@@ -27,10 +28,10 @@ def head_collectives(lowered: LoweredStep) -> dict:
     weight-gradient dot to the kernel's gradient."""
     found = [
         {"op": c.kind, "shape": c.shape, "bytes": round(c.bytes_per_step)}
-        for c in hlo.collectives(lowered.compiled)
+        for c in collectives(lowered.compiled)
     ]
-    path = hlo.gradient_path(lowered.compiled, lowered.kernel_outputs, lowered.config.kernel_sizes)
-    gradient = [f"{op.opcode} {op.shape}" for op in path if op.opcode in hlo.COLLECTIVES]
+    path = gradient_path(lowered.compiled, lowered.kernel_outputs, lowered.config.kernel_sizes)
+    gradient = [f"{op.opcode} {op.shape}" for op in path if op.opcode in COLLECTIVES]
     total = sum(c["bytes"] for c in found)
     return {"collectives": found, "bytes": total, "weight_gradient_collectives": gradient}
 

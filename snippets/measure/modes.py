@@ -21,7 +21,9 @@ from jax.sharding import AxisType, Mesh, NamedSharding, auto_axes, reshard
 from jax.sharding import PartitionSpec as P
 
 from snippets.devices import MESH_DEVICES, SHARD_MODES, setup_devices
-from snippets.measure.hlo import array_shapes, collectives, computations, elements
+from snippets.hlo.collectives import collectives
+from snippets.hlo.program import computations
+from snippets.hlo.shapes import array_shapes, elements
 from snippets.support.cli import Parser, reported
 from snippets.support.tables import print_report
 

@@ -1,8 +1,8 @@
-"""A lowered program's StableHLO module read as :mod:`snippets.measure.hlo`'s records, on demand.
+"""A lowered program's StableHLO module read as :mod:`snippets.hlo`'s records, on demand.
 
 ``lowered.compiler_ir()`` is already built; printing it as HLO text costs seconds on a large
 model. :func:`read_stablehlo` instead walks the module with the MLIR Python bindings and makes
-the :class:`~snippets.measure.hlo.Instruction` records XLA's conversion to HLO would print, only for the
+the :class:`~snippets.hlo.program.Instruction` records XLA's conversion to HLO would print, only for the
 operations the site finder reaches (a few thousand of a llama2-7b step's tens of thousands):
 the same finder then reads them. No command line; :func:`snippets.measure.barrier.find_barriers` uses it.
 """
@@ -13,9 +13,10 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from jaxlib.mlir import ir
+from jax.extend.mlir import ir
 
-from snippets.measure.hlo import Instruction, Program, Value, elements
+from snippets.hlo.program import Instruction, Value
+from snippets.hlo.shapes import elements
 
 _OPCODES = {
     "stablehlo.dot_general": "dot",
@@ -63,14 +64,14 @@ class _OnDemand(Mapping):
         return len(self.known)
 
 
-class StableHLOProgram(Program):
-    """A StableHLO module as the :class:`~snippets.measure.hlo.Program` the site finder reads, laid out as
+class StableHLOProgram:
+    """A StableHLO module as the :class:`~snippets.hlo.program.Program` the site finder reads, laid out as
     XLA's conversion to HLO lays it out: several results are a tuple and one element each, a
     loop's state one tuple, a region a computation. Records are made when first asked for, and
-    hold only the attributes the readers use; ``computations`` stays empty."""
+    hold only the attributes the readers use."""
 
     def __init__(self, module: Any) -> None:
-        super().__init__({}, "main")
+        self.entry = "main"
         self.handles: dict[str, tuple] = {}  # a record's name -> what it is made from
         self.layouts: dict[str, tuple[Any, bool, bool]] = {}  # computation -> block and tuples
         self.blocks: dict[Any, str] = {}  # MLIR block -> computation
@@ -360,6 +361,6 @@ _LOC_FILE = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):\d+')
 
 def read_stablehlo(module: Any) -> StableHLOProgram:
     """A StableHLO module (``lowered.compiler_ir()``) as a program for
-    :func:`snippets.measure.hlo.find_sites`, without printing or parsing text: its
+    :func:`snippets.hlo.sites.find_sites`, without printing or parsing text: its
     ``sdy.sharding_constraint`` is the HLO's ``Sharding`` call. Entry: the function ``main``."""
     return StableHLOProgram(module)

@@ -1,7 +1,7 @@
 """Whose site it is: the user's own line, the parameter whose gradient the dot makes, and what
 put the ``Sharding`` call there, as far as a module's metadata tells.
 
-No JAX import; :func:`snippets.measure.hlo.find_sites` asks these of every site.
+No JAX import; :func:`snippets.hlo.sites.find_sites` asks these of every site.
 """
 
 from __future__ import annotations
@@ -10,13 +10,9 @@ import functools
 import os
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-# hlo imports this module too: each uses the other's names only inside functions
-from snippets.measure import hlo
-
-if TYPE_CHECKING:
-    from snippets.measure.hlo import Instruction, Program
+from snippets.hlo.program import Instruction, Program, is_sharding_call
+from snippets.hlo.shapes import array_shapes
 
 LIBRARIES = re.compile(
     r"(?:^|/)(?:site-packages|dist-packages)/(?:jax|jaxlib|flax|optax|orbax|chex)/"
@@ -134,10 +130,10 @@ _CALLS = re.compile(r"\bto_apply=%?([\w.\-]+)")
 
 def _passes_on(inst: Instruction) -> bool:
     """Whether ``inst`` passes its operand on unchanged, as far as naming a parameter goes."""
-    return inst.opcode in ("copy", "bitcast", "convert", "reshape") or hlo.is_sharding_call(inst)
+    return inst.opcode in ("copy", "bitcast", "convert", "reshape") or is_sharding_call(inst)
 
 
 def _sizes(inst: Instruction) -> tuple[int, ...]:
     """An array's dimension sizes, sorted (a transposed kernel has the same)."""
-    arrays = hlo.array_shapes(inst.shape)
+    arrays = array_shapes(inst.shape)
     return tuple(sorted(arrays[0][1])) if arrays else ()
