@@ -253,17 +253,19 @@ def test_the_console_script_and_python_dash_m_give_the_same_output_and_status(fi
     dump = str(files[mode]["dump"])
     commands = {
         "console script": [*console_script(), dump],
-        "python -m snippets.barrier --hlo": [
+        "python -m snippets barrier --hlo": [
             sys.executable,
             "-m",
-            "snippets.barrier",
+            "snippets",
+            "barrier",
             "--hlo",
             dump,
         ],
-        "python -m snippets.hlo.check": [
+        "python -m snippets find-barriers": [
             sys.executable,
             "-m",
-            "snippets.hlo.check",
+            "snippets",
+            "find-barriers",
             dump,
         ],
     }

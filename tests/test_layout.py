@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from snippets.__main__ import COMMANDS
+
 SNIPPETS = Path(__file__).resolve().parent.parent / "snippets"
 
 
@@ -30,18 +32,10 @@ def imported(tree: ast.Module) -> set[str]:
     return {name for name in found if name in MODULES}
 
 
-def is_entry_point(tree: ast.Module) -> bool:
-    """A command's thin entry point: ``run_command("snippets.measure.NAME", __name__)``, alone."""
-    calls = [node.value for node in tree.body if isinstance(node, ast.Expr)]
-    return [ast.unparse(call.func) for call in calls if isinstance(call, ast.Call)] == [
-        "run_command"
-    ] and calls[-1].args[0].value.startswith("snippets.measure.")
-
-
 def role(name: str) -> str:
     if name.startswith(("snippets.hlo", "snippets.measure", "snippets.support")):
         return name.split(".")[1]
-    return "entry point" if is_entry_point(MODULES[name]) else "teaching"
+    return "commands" if name == "snippets.__main__" else "teaching"
 
 
 ALLOWED = {
@@ -49,7 +43,7 @@ ALLOWED = {
     "teaching": {"teaching", "support"},
     "hlo": {"hlo", "teaching", "support"},  # teaching: the ring model prices collectives
     "measure": {"measure", "hlo", "teaching", "support"},
-    "entry point": {"measure", "support"},
+    "commands": {"support"},  # each command's module is imported by name, when run
 }
 
 
@@ -77,23 +71,21 @@ def runs_main(tree: ast.Module) -> bool:
     )
 
 
+def has_main(tree: ast.Module) -> bool:
+    return any(isinstance(node, ast.FunctionDef) and node.name == "main" for node in tree.body)
+
+
 @pytest.mark.parametrize("name", sorted(MODULES))
-def test_only_a_command_line_runs_when_the_module_is_run(name):
-    tree = MODULES[name]
-    has_main = any(isinstance(node, ast.FunctionDef) and node.name == "main" for node in tree.body)
-    if role(name) == "measure" and has_main:  # its command runs through its entry point ...
-        entry = name.replace("snippets.measure.", "snippets.")
-        has_main = entry not in MODULES  # ... unless it has none (barrier_check, barrier_bench)
-    assert runs_main(tree) == has_main
+def test_only_python_dash_m_snippets_runs_when_a_module_is_run(name):
+    assert runs_main(MODULES[name]) == (name == "snippets.__main__")
 
 
-def test_each_entry_point_runs_the_command_line_of_its_measure_module():
-    entry_points = [name for name in MODULES if role(name) == "entry point"]
-    assert entry_points, "no entry point found: is_entry_point no longer reads them"
-    for name in entry_points:
-        target = MODULES[name].body[-1].value.args[0].value
-        assert target == name.replace("snippets.", "snippets.measure."), name
-        assert any(
-            isinstance(node, ast.FunctionDef) and node.name == "main"
-            for node in MODULES[target].body
-        ), f"{target} has no main for {name} to run"
+def test_every_command_is_a_main_and_every_main_a_command():
+    """``python -m snippets`` lists each module with a ``main`` once, and only those."""
+    mains = {name for name, tree in MODULES.items() if has_main(tree)} - {"snippets.__main__"}
+    assert sorted(COMMANDS.values()) == sorted(mains)
+
+
+def test_commands_live_in_measure_or_hlo():
+    """Teaching code runs nothing: a command is a report, in measurement (or the file check)."""
+    assert {role(module) for module in COMMANDS.values()} <= {"measure", "hlo"}

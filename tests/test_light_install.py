@@ -53,5 +53,5 @@ def test_find_barriers_runs_with_the_guides_stack_unimportable(tmp_path):
         return result.returncode, result.stdout, result.stderr
 
     blocked = run("-c", BLOCK)
-    assert blocked == run("-m", "snippets.hlo.check")
+    assert blocked == run("-m", "snippets", "find-barriers")
     assert blocked[0] == 1, blocked  # a real answer: the dump's fold is blocked

@@ -1,7 +1,7 @@
 """Check a real run: the transpose-of-dot sites of XLA's modules, without JAX.
 
-``find-barriers PATH [PATH ...]`` (or ``python -m snippets.hlo.check``, or
-``python -m snippets.barrier --hlo PATH ...``) reads XLA's ``before_optimizations`` dumps, a dump
+``find-barriers PATH [PATH ...]`` (or ``python -m snippets find-barriers``, or
+``python -m snippets barrier --hlo PATH ...``) reads XLA's ``before_optimizations`` dumps, a dump
 directory (every ``*.before_optimizations.txt`` in it, ``--module PATTERN`` to narrow them), or
 ``lowered.as_text(dialect="hlo")`` saved to a file. Each site is ``blocked`` (XLA's simplifier
 would fold the transpose into its dot, :mod:`snippets.hlo.fold`, but a ``Sharding`` call
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from snippets.hlo import baseline, report, sites
 from snippets.hlo.dumps import HOW_TO_GET_HLO, read_file, read_modules
-from snippets.support.cli import Parser, reported, run_module
+from snippets.support.cli import Parser, reported
 
 __all__ = ["HOW_TO_GET_HLO", "main", "read_file", "run"]
 FORMATS = ("text", "json", "github", "sarif")
@@ -85,7 +85,3 @@ def main(argv: Sequence[str] | None = None) -> None:
         accepted=args.baseline,
         write_baseline=args.write_baseline,
     )
-
-
-if __name__ == "__main__":
-    run_module(main)

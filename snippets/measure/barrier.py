@@ -1,6 +1,6 @@
 """The HLO barrier, measured: every (shard mode x head variant) lowered and read.
 
-``python -m snippets.barrier [--json] [--optimizer none|adam] [step options]``; CPU only (the
+``python -m snippets barrier [--json] [--optimizer none|adam] [step options]``; CPU only (the
 causal control). :func:`barrier_report` lists what it prints.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import jax
 
-from snippets.devices import describe_devices, setup_devices
+from snippets.devices import setup_devices
 from snippets.hlo import check
 from snippets.hlo.collectives import collectives
 from snippets.hlo.counts import kernel_order_dots, relayouts, sharding_call_count
@@ -22,18 +22,11 @@ from snippets.hlo.dumps import pass_order
 from snippets.hlo.gradients import kernel_relayouts
 from snippets.hlo.sites import TransposeSite, find_sites, transpose_of_dot_sites
 from snippets.hlo.stablehlo import read_stablehlo
-from snippets.lowering import (
-    OPTIMIZERS,
-    LoweredStep,
-    StepConfig,
-    add_step_arguments,
-    build_step,
-    every_mode_and_variant,
-    lower_step,
-    step_config,
-)
+from snippets.lowering import OPTIMIZERS, StepConfig, build_step, every_mode_and_variant
 from snippets.measure.causal_control import causal_control
+from snippets.measure.device_report import describe_devices
 from snippets.measure.head_traffic import head_traffic
+from snippets.measure.step_lowering import LoweredStep, add_step_arguments, lower_step, step_config
 from snippets.support.cli import Parser, reported
 from snippets.support.tables import print_report
 

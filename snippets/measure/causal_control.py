@@ -1,7 +1,7 @@
 """The causal control: a ``Sharding`` call left in the module stops XLA's transpose-of-dot fold.
 
 On one device XLA:CPU's ``sharding-remover`` deletes the calls before the simplifier; the control
-turns it off, so codegen fails on them (CPU only). ``python -m snippets.causal_control [--json]``
+turns it off, so codegen fails on them (CPU only). ``python -m snippets causal_control [--json]``
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from snippets.devices import setup_devices
 from snippets.hlo.counts import kernel_order_dots, relayouts, sharding_call_count
 from snippets.hlo.dumps import parse_dump_name, pass_order
 from snippets.hlo.sites import transpose_of_dot_sites
-from snippets.lowering import StepConfig, build_step, every_mode_and_variant, read_pass_dumps
+from snippets.lowering import StepConfig, build_step, every_mode_and_variant
+from snippets.measure.step_lowering import read_pass_dumps
 from snippets.support.cli import Parser, reported
 from snippets.support.tables import markdown_table
 

@@ -11,13 +11,8 @@ from collections.abc import Sequence
 
 from snippets.hlo.collectives import COLLECTIVES, collectives
 from snippets.hlo.gradients import gradient_path
-from snippets.lowering import (
-    LoweredStep,
-    StepConfig,
-    build_head_step,
-    every_mode_and_variant,
-    lower_built,
-)
+from snippets.lowering import StepConfig, build_head_step, every_mode_and_variant
+from snippets.measure.step_lowering import LoweredStep, lower_built
 from snippets.ring_model import ring_bytes_per_rank
 from snippets.support.sources import DESIGN_DOC_MODELS
 

@@ -5,7 +5,7 @@ its ``base.yml`` with a few overrides that make it small; the step is the gradie
 of a loss on its logits. Everything is read from the lowered and compiled programs
 with :func:`snippets.measure.barrier.find_barriers` and :mod:`snippets.hlo`.
 
-``python -m snippets.maxtext_decoder [--json] [--emb E] [--vocab V] [--layers L] [--scan]
+``python -m snippets maxtext_decoder [--json] [--emb E] [--vocab V] [--layers L] [--scan]
 [--mesh dp|dp_fsdp] [--causal] [--compiled]`` prints, per shard mode, the ``Sharding``
 calls and every transpose-of-dot site; ``--causal`` adds the one-device causal control
 (did the first ``algsimp`` fold each site?), ``--compiled`` the relayouts each

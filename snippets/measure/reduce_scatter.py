@@ -1,6 +1,6 @@
 """Reduce-scatter step by step: the lesson's 2x2 exchange, on N ranks, with its bytes counted twice.
 
-Run ``python -m snippets.reduce_scatter [--ranks N | --threshold | --cost-model] [--json]``.
+Run ``python -m snippets reduce_scatter [--ranks N | --threshold | --cost-model] [--json]``.
 """
 
 from __future__ import annotations
