@@ -1,5 +1,5 @@
 """Transpose-of-dot sites: every transpose a dot feeds, what stands between, and whether XLA
-would fold it. One definition of a site, whichever reader made the :class:`Program`.
+would fold it. One definition of a site, whichever reader made the :class:`~snippets.hlo.program.Program`.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def value_source(
 def transpose_of_dot_sites(
     hlo_text: str, dims: tuple[int, ...] | None = None
 ) -> list[TransposeSite]:
-    """Every transpose-of-dot site of HLO text (:func:`find_sites` on :func:`read_hlo`)."""
+    """Every transpose-of-dot site of HLO text (:func:`find_sites` on :func:`~snippets.hlo.program.read_hlo`)."""
     return find_sites(read_hlo(hlo_text), dims)
 
 
@@ -116,7 +116,7 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
     """Every transpose fed, through pass-through ops only, by a dot, in ``_site_order``;
     ``dims`` keeps those of that size set. XLA folds ``transpose(dot(a, b))`` into ``dot(b, a)``
     only if nothing stands between. The one definition of a site, whichever reader made
-    ``program`` (:func:`read_hlo`, or :func:`snippets.hlo.stablehlo.read_stablehlo`)."""
+    ``program`` (:func:`~snippets.hlo.program.read_hlo`, or :func:`snippets.hlo.stablehlo.read_stablehlo`)."""
     by_name = program.by_name
     count = run_counts(program)
     parameters = None  # made for the first site: most modules of a dump have none
