@@ -102,9 +102,12 @@ class DenseGeneral(nnx.Module):
         self.kernel_axes = tuple(kernel_axes[i] for i in self.kernel_permutation if kernel_axes)
         kernel = jnp.transpose(canonical, self.kernel_permutation)
         self.kernel = nnx.Param(kernel, out_sharding=self.kernel_axes or None, eager_sharding=False)
-        bias, bias_axes = jnp.zeros(self.out_features, param_dtype), tuple(kernel_axes[n_in:])
-        bias_param = nnx.Param(bias, out_sharding=bias_axes or None, eager_sharding=False)
-        self.bias = bias_param if use_bias else None
+        self.bias: nnx.Param | None
+        if use_bias:
+            bias = jnp.zeros(self.out_features, param_dtype)
+            self.bias = nnx.Param(bias, out_sharding=kernel_axes[n_in:] or None, eager_sharding=False)
+        else:
+            self.bias = nnx.data(None)  # as Flax's LinearGeneral: no bias, nothing built
 
     @property
     def contract_axes(self) -> tuple[int, ...]:

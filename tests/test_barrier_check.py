@@ -10,7 +10,6 @@ import jax
 import jax.numpy as jnp
 import jsonschema
 import pytest
-from jax.tree_util import tree_flatten_with_path
 
 from snippets.hlo import check as barrier_check
 from snippets.hlo.sites import find_sites
@@ -50,7 +49,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict:
             "mlir": out / "step.mlir",
             "sites": find_barriers(lowered),
             "outputs": [
-                output_name(path) for path, _ in tree_flatten_with_path(lowered.out_info)[0]
+                output_name(path) for path, _ in jax.tree.leaves_with_path(lowered.out_info)
             ],
         }
     return found

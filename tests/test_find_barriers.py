@@ -139,7 +139,7 @@ def test_a_loops_condition_runs_once_more_than_its_body():
 def test_output_names_read_as_a_reader_writes_the_parameter():
     grads = nnx.State({"head": {"kernel": nnx.Param(jnp.ones(2))}})
     outputs = (jnp.ones(()), grads, [2, 3], {"layers": [4]})  # as (loss, grads), and more
-    paths = [path for path, _ in jax.tree_util.tree_flatten_with_path(outputs)[0]]
+    paths = [path for path, _ in jax.tree.leaves_with_path(outputs)]
     names = ["result[0]", "head.kernel", "result[2][0]", "result[2][1]", "layers.0"]
     assert [output_name(path) for path in paths] == names
     assert output_name(()) == "result"

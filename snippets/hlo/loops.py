@@ -6,7 +6,7 @@ import functools
 import re
 from collections.abc import Callable
 
-from snippets.hlo.program import Instruction, Program, is_sharding_call, tuple_index
+from snippets.hlo.program import SAME_VALUE, Instruction, Program, is_sharding_call, tuple_index
 
 _KNOWN_TRIPS = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
 
@@ -56,13 +56,10 @@ def trip_count(loop: Instruction, program: Program) -> int | None:
     return max(0, -(-span // stride) if direction == "LT" else span // stride + 1)
 
 
-_SAME_VALUE = {"bitcast", "copy", "reshape", "convert"}
-
-
 def _unwrapped(name: str, by_name: dict[str, Instruction]) -> Instruction | None:
     """The instruction behind ``name`` once ``Sharding`` calls, converts and copies are skipped."""
     inst = by_name.get(name)
-    while inst and inst.operands and (is_sharding_call(inst) or inst.opcode in _SAME_VALUE):
+    while inst and inst.operands and (is_sharding_call(inst) or inst.opcode in SAME_VALUE):
         inst = by_name.get(inst.operands[0])
     return inst
 

@@ -5,19 +5,10 @@ from __future__ import annotations
 import functools
 
 from snippets.hlo.loops import loop_parts
-from snippets.hlo.program import Instruction, Program, callees, read_hlo
+from snippets.hlo.program import SAME_VALUE, Instruction, Program, callees, read_hlo
 from snippets.hlo.shapes import elements_of
 
-_CARRIES = {
-    "bitcast",
-    "copy",
-    "reshape",
-    "convert",
-    "all-reduce",
-    "transpose",
-    "add",
-    "custom-call",
-}
+_CARRIES = SAME_VALUE | {"all-reduce", "transpose", "add", "custom-call"}
 """Ops that pass a value on whole (same element count) on its way to the module's result."""
 
 

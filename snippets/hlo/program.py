@@ -20,6 +20,11 @@ _COMPUTATION = re.compile(r"^\s*(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(?:\(
 """A computation's header: ``%name (params) -> shape {``, or ``name {`` as metadata printing writes it."""
 
 
+SAME_VALUE = frozenset({"bitcast", "copy", "reshape", "convert"})
+"""Opcodes whose result holds its operand's values, in another shape, layout or type: what the
+readers step through when they follow a value."""
+
+
 class Instruction(NamedTuple):
     """One HLO instruction: name, result shape, opcode, operand names, attributes, ROOT or not (a
     tuple: a module has tens of thousands, and a tuple is the cheapest record to make)."""

@@ -11,7 +11,7 @@ import os
 import re
 from collections.abc import Sequence
 
-from snippets.hlo.program import Instruction, Program, is_sharding_call
+from snippets.hlo.program import SAME_VALUE, Instruction, Program, callees, is_sharding_call
 from snippets.hlo.shapes import array_shapes
 
 LIBRARIES = re.compile(
@@ -106,8 +106,8 @@ class Parameters:
                 if user.opcode == "dot":
                     found.append((user, index))
                     continue
-                callee = _CALLS.search(user.attributes) if user.opcode == "call" else None
-                name = program.parameter(callee[1], index) if callee else None
+                callee = callees(user) if user.opcode == "call" else None
+                name = program.parameter(callee[0], index) if callee else None
                 name = name or (user.name if _passes_on(user) else None)
                 if name is not None and name not in seen:
                     seen.add(name)
@@ -125,12 +125,9 @@ class Parameters:
         return None
 
 
-_CALLS = re.compile(r"\bto_apply=%?([\w.\-]+)")
-
-
 def _passes_on(inst: Instruction) -> bool:
     """Whether ``inst`` passes its operand on unchanged, as far as naming a parameter goes."""
-    return inst.opcode in ("copy", "bitcast", "convert", "reshape") or is_sharding_call(inst)
+    return inst.opcode in SAME_VALUE or is_sharding_call(inst)
 
 
 def _sizes(inst: Instruction) -> tuple[int, ...]:

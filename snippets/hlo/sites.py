@@ -10,6 +10,7 @@ from snippets.hlo import fold, provenance
 from snippets.hlo.loops import run_counts
 from snippets.hlo.outputs import outputs_reached_in
 from snippets.hlo.program import (
+    SAME_VALUE,
     Instruction,
     Program,
     is_sharding_call,
@@ -19,7 +20,7 @@ from snippets.hlo.program import (
 )
 from snippets.hlo.shapes import array_shapes, has_dims
 
-_PASS_THROUGH = {"bitcast", "copy", "reshape", "convert", "all-reduce", "get-tuple-element"}
+_PASS_THROUGH = SAME_VALUE | {"all-reduce", "get-tuple-element"}
 """Ops that stand between a dot and its transpose without making a new value."""
 
 

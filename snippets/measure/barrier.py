@@ -226,7 +226,7 @@ def find_barriers(lowered: jax.stages.Lowered) -> list[TransposeSite]:
     the site's value reaches (:func:`output_name`); ``source`` is relative to its package.
     """
     program = read_stablehlo(lowered.compiler_ir())
-    leaves = jax.tree_util.tree_flatten_with_path(lowered.out_info)[0]
+    leaves = jax.tree.leaves_with_path(lowered.out_info)
     names = [output_name(path) for path, _ in leaves]
     files = module_files()
     return [

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,7 @@ from snippets.measure.barrier import find_barriers
 from snippets.measure.maxtext_decoder import DecoderConfig, lower_decoder
 from snippets.support.cli import Parser, positive_int, reported
 from snippets.support.tables import print_report
+from snippets.support.timing import spread
 
 LLAMA2_7B = DecoderConfig(emb=4096, vocab=32000, layers=32)
 """llama2-7b's width, vocabulary and depth (MaxText's ``configs/models/llama2-7b.yml``)."""
@@ -64,11 +64,6 @@ def read_dump(path: Path) -> tuple[float, int, int]:
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
     return seconds, int(result.stderr.split()[-2]) * 1024, result.returncode
-
-
-def spread(values: list[float]) -> dict[str, float]:
-    """Median, minimum and maximum of ``values``."""
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
 def bench_find_barriers(config: DecoderConfig, mode: str, repeats: int) -> dict:

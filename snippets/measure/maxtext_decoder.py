@@ -191,7 +191,7 @@ def lower_decoder(config: DecoderConfig, mode: str, devices: int = MESH_DEVICES)
             return nnx.grad(loss)(nnx.merge(graphdef, params, rest), tokens, positions)
 
         lowered = jax.jit(step).lower(params, rest, tokens, tokens)  # positions: same type
-    leaves = jax.tree_util.tree_flatten_with_path(lowered.out_info)[0]
+    leaves = jax.tree.leaves_with_path(lowered.out_info)
     names = [output_name(path).replace(".", "/") for path, _ in leaves]  # as site_row names them
     return Decoder(mode, lowered, names, devices)
 
