@@ -103,7 +103,7 @@ HUGE = "1000000000"
         (modes.main, ["--check", "nope"], ["argument --check", "invalid choice: 'nope'"]),
         (modes.main, ["--check"], ["argument --check: expected one argument"]),
     ],
-    ids=lambda value: " ".join(value) if isinstance(value, list) else None,
+    ids=lambda value: value.__module__ if callable(value) else " ".join(value),
 )
 def test_bad_input_is_one_error_line(main, argv, words, one_error_line):
     line = one_error_line(main, argv)
