@@ -36,7 +36,7 @@ def finish_cost(finish: str, tensor_bytes: int, ranks: int, link: Interconnect =
             f"{tensor_bytes} bytes over {ranks} ranks: the model needs at least 2 ranks and a "
             "tensor that divides evenly over them."
         )
-    cost = predict(finish.split(" + ")[0], tensor_bytes, ranks, link)
+    cost = predict(finish.split(" + ", maxsplit=1)[0], tensor_bytes, ranks, link)
     sliced = finish != "reduce-scatter"
     cost["slice_us"] = 1e6 * 2 * tensor_bytes // ranks / link.memory_bytes_per_s if sliced else 0.0
     cost["predicted_us"] = cost["latency_us"] + cost["transfer_us"] + cost["slice_us"]

@@ -11,6 +11,7 @@ from flax import nnx
 from snippets.hlo.loops import run_counts
 from snippets.hlo.outputs import outputs_reached
 from snippets.hlo.program import read_hlo
+from snippets.hlo.provenance import user_frame
 from snippets.hlo.sites import TransposeSite, transpose_of_dot_sites
 from snippets.lowering import StepConfig, build_step
 from snippets.measure.barrier import find_barriers, output_name, short_path
@@ -197,3 +198,10 @@ def test_a_found_site_reads_as_one_line():
     assert str(site) == "dot f32[8,2] -> Sharding -> transpose f32[2,8]  ['w']  m.py:3"
     assert site.blocked
     assert str(dataclasses.replace(site, output=None, source=None)).endswith("(no output)")
+
+
+def test_maxtexts_process_wide_constraint_shim_is_not_the_users_line():
+    """Once imported, MaxText's tunix adapter wraps ``with_sharding_constraint`` for every caller."""
+    shim = "/v/site-packages/maxtext/integration/tunix/tunix_adapter.py:43"
+    assert user_frame([shim, "/home/me/model.py:7"]) == "/home/me/model.py:7"
+    assert user_frame(["/v/site-packages/maxtext/layers/linears.py:9"]).endswith("linears.py:9")

@@ -17,9 +17,12 @@ from snippets.hlo.shapes import array_shapes
 LIBRARIES = re.compile(
     r"(?:^|/)(?:site-packages|dist-packages)/(?:jax|jaxlib|flax|optax|orbax|chex)/"
     r"|(?:^|/)jax/_src/|(?:^|/)snippets/(?:kernel_order_grad|vocab_parallel)\.py:"
+    r"|(?:^|/)maxtext/integration/tunix/tunix_adapter\.py:"
 )
-"""Frames that are not the user's: JAX, Flax, optax, Orbax and chex wherever installed, and this
-project's recipe helpers (a site they make belongs to the line that called them)."""
+"""Frames that are not the user's: JAX, Flax, optax, Orbax and chex wherever installed; this
+project's recipe helpers (a site they make belongs to the line that called them); and MaxText's
+tunix adapter, which, once imported, wraps ``jax.lax.with_sharding_constraint`` for the whole
+process (``maxtext/integration/tunix/tunix_adapter.py``, MaxText 0.2.5)."""
 
 
 def readable(source: str | None) -> str | None:

@@ -242,25 +242,30 @@ class StableHLOProgram:
     def users(self, value: Value) -> list[tuple[Instruction, int]]:
         """Made from the MLIR value's uses; a loop's state is read through its init tuple."""
         if isinstance(value, tuple):  # an element of a tuple: its get-tuple-element
-            (kind, first, *_), index = self.handles.get(value[0], ("?", None)), value[1]
-            if kind == "op" and _tupled(first):
-                element = self._element(first, index)
-            elif kind == "state":
-                element = self._state_element(first, index)
-            else:
-                return []
-            return [(self.by_name[element], 0)]
+            return self._element_users(*value)
         kind, first, *rest = self.handles.get(value, ("?", None))
         if kind == "init":
             return [(self.by_name[self._name(first)], 0)]
         if kind == "op" and not _tupled(first):
-            mlir_value = first.results[0]
-        elif kind == "element":
-            mlir_value = first.results[rest[0]]
-        elif kind in ("arg", "state element"):
-            mlir_value = self.layouts[first][0].arguments[rest[0]]
-        else:
-            return []
+            return self._uses(first.results[0])
+        if kind == "element":
+            return self._uses(first.results[rest[0]])
+        if kind in ("arg", "state element"):
+            return self._uses(self.layouts[first][0].arguments[rest[0]])
+        return []
+
+    def _element_users(self, name: str, index: int) -> list[tuple[Instruction, int]]:
+        """The get-tuple-element that reads element ``index`` of tuple ``name``."""
+        kind, first, *_ = self.handles.get(name, ("?", None))
+        if kind == "op" and _tupled(first):
+            return [(self.by_name[self._element(first, index)], 0)]
+        if kind == "state":
+            return [(self.by_name[self._state_element(first, index)], 0)]
+        return []
+
+    def _uses(self, mlir_value: Any) -> list[tuple[Instruction, int]]:
+        """The records that read ``mlir_value``: a return is its block's root tuple, a loop's
+        operand its init tuple."""
         found = []
         for use in mlir_value.uses:
             user, index = use.owner.operation, use.operand_number
@@ -269,8 +274,7 @@ class StableHLOProgram:
                 if self.handles[root][0] == "root":
                     found.append((self.by_name[root], index))
             elif user.name == "stablehlo.while":
-                init = self._init(user)
-                found.append((self.by_name[init], index))
+                found.append((self.by_name[self._init(user)], index))
             else:
                 found.append((self.by_name[self._name(user)], index))
         return found

@@ -355,7 +355,7 @@ def short_fate(after_algsimp: str) -> str:
         return f"kept: {', '.join(between)} between" if between else "kept, nothing between"
     if after_algsimp.startswith("kept; its dot became a "):
         return "dot became a " + after_algsimp.rsplit(" ", 1)[1]
-    return after_algsimp.split(":")[0]
+    return after_algsimp.split(":", maxsplit=1)[0]
 
 
 def fold_rows(explicit: list[dict], auto: list[dict]) -> list[dict]:
