@@ -1,1 +1,2 @@
-"""Measurement: read programs, run controls and benchmarks, report (commands: :doc:`/docs/reference`)."""
+"""Measurement: lower and compile, run controls and benchmarks, report; every command's ``main``
+(``python -m snippets NAME``; the list: :doc:`/docs/reference`)."""
