@@ -81,21 +81,32 @@ GLOG_PREFIX = re.compile(r"^[FEWI]\d{4} [\d:.]+\s+\d+ ", re.MULTILINE)
 
 
 def isolated_outcome(name: str, axis_type: AxisType) -> str:
-    """:func:`outcome` of check ``name`` in a fresh interpreter: a program that aborts one (as
-    jax-ml/jax#29162's did) ends only that one, and its exit and last log line are the outcome."""
+    """:func:`outcome` of check ``name`` in a fresh interpreter, so that a program aborting it
+    (as jax-ml/jax#29162's did) ends only that one; then the outcome is :func:`aborted`'s."""
     code = (
         "import json, sys; from snippets.measure import modes; modes.setup_devices(); "
         "check, axis_type = modes.CAPABILITY_CHECKS[sys.argv[1]], modes.AxisType[sys.argv[2]]; "
         "print(json.dumps(modes.outcome(check, axis_type)))"
     )
-    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = os.environ | {"PYTHONPATH": os.pathsep.join(paths)}
     command = [sys.executable, "-c", code, name, axis_type.name]
     result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if result.returncode == 0:
         return json.loads(result.stdout.splitlines()[-1])
-    ended = f"signal {signal.Signals(-result.returncode).name}" if result.returncode < 0 else ""
-    last = GLOG_PREFIX.sub("", (result.stderr.strip().splitlines() or [""])[-1])
-    return f"Aborted: {ended or f'exit {result.returncode}'}: {SOURCE.sub('<source>', last)}"
+    return aborted(result.returncode, result.stderr)
+
+
+def aborted(returncode: int, stderr: str) -> str:
+    """The outcome of an interpreter that ended without one: how it ended and its last log line,
+    without a C++ log line's date, time and thread id.
+
+    >>> aborted(-6, "F1201 22:30:11.527553    6585 hlo_sharding.cc:1004] Check failed\\n")
+    'Aborted: signal SIGABRT: hlo_sharding.cc:1004] Check failed'
+    """
+    ended = f"signal {signal.Signals(-returncode).name}" if returncode < 0 else f"exit {returncode}"
+    last = GLOG_PREFIX.sub("", (stderr.strip().splitlines() or [""])[-1])
+    return f"Aborted: {ended}: {SOURCE.sub('<source>', last)}"
 
 
 def dot_flops(hlo_text: str) -> int:
