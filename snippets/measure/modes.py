@@ -455,7 +455,7 @@ def cond_branch_reshard(axis_type: AxisType) -> str:
     """The fix: ``reshard`` the odd branch's result to the other's layout."""
     with jax.set_mesh(mesh_of(axis_type)):
         x = jax.device_put(jnp.ones((8, 8)), P("x", None))
-        transposed = lambda a: reshard(a.T, P("x", None))  # noqa: E731 (a branch, inline)
+        transposed = lambda a: reshard(a.T, P("x", None))
         f = jax.jit(lambda p, a: jax.lax.cond(p, lambda a: a, transposed, a))
         return str(jax.typeof(f(True, x)))
 
