@@ -17,13 +17,13 @@ from pydantic import validate_call
 
 from snippets.support.cli import (
     Parser,
-    PositiveInt,
     SetupError,
     available_memory,
     positive_int,
     reported,
     run_module,
 )
+from snippets.support.config import PositiveInt
 from snippets.support.tables import print_report
 
 SHARD_MODES: dict[str, AxisType] = {"explicit": AxisType.Explicit, "auto": AxisType.Auto}

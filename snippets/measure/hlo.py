@@ -14,6 +14,7 @@ import functools
 import math
 import re
 from collections.abc import Callable, Mapping
+from typing import NamedTuple
 
 from snippets.measure import fold, provenance
 from snippets.ring_model import ring_bytes_per_rank
@@ -33,9 +34,9 @@ _COMPUTATION = re.compile(r"^\s*(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(?:\(
 """A computation's header: ``%name (params) -> shape {``, or ``name {`` as metadata printing writes it."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Instruction:
-    """One HLO instruction: name, result shape, opcode, operand names, attributes, ROOT or not."""
+class Instruction(NamedTuple):
+    """One HLO instruction: name, result shape, opcode, operand names, attributes, ROOT or not (a
+    tuple: a module has tens of thousands, and a tuple is the cheapest record to make)."""
 
     name: str
     shape: str
@@ -61,6 +62,11 @@ def _group(text: str) -> tuple[list[str], int]:
 
 
 _FLAT_GROUP = re.compile(r"\(([^()\[\]{}]*)\)")
+_PLAIN = re.compile(
+    r"\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*([a-z]\w*\[[\d,]*\](?:\{[^}\s]*\})?) ([\w\-]+)"
+    r"\(([^()\[\]{}]*)\)(.*)"
+)
+"""An instruction whose result is one array and whose operands are bare names: parsed by one match."""
 
 
 def parse_instruction(line: str) -> Instruction | None:
@@ -71,6 +77,14 @@ def parse_instruction(line: str) -> Instruction | None:
     >>> parse_instruction("t = (f32[], f32[]) tuple(a, /*index=1*/%b)").operands
     ('a', 'b')
     """
+    if plain := _PLAIN.match(line):  # most lines: one array result, operands without brackets
+        root, name, shape, opcode, operands, attributes = plain.groups()
+        if "/*" in operands:
+            operands = _COMMENT.sub("", operands)
+        names = tuple(
+            words[-1].lstrip("%") for part in operands.split(",") if (words := part.split())
+        )
+        return Instruction(name, shape, opcode, names, attributes, root is not None)
     header = _HEADER.match(line)
     if header is None:
         return None

@@ -19,12 +19,12 @@ from snippets.measure import gradient_finish
 from snippets.measure.hlo import collectives, opcode_counts
 from snippets.support.cli import (
     Parser,
-    PositiveInt,
     available_memory,
     check_memory,
     positive_int,
     reported,
 )
+from snippets.support.config import PositiveInt
 from snippets.support.tables import print_report
 
 STEPS = ("reduce-scatter", "all-gather")

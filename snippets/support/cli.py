@@ -11,10 +11,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NoReturn
 
-from pydantic import TypeAdapter, ValidationError
-
-from snippets.support.config import PositiveInt
-
 
 class SetupError(RuntimeError):
     """The process cannot run what was asked, and the fix is in its environment, not the input."""
@@ -34,7 +30,8 @@ class Parser(argparse.ArgumentParser):
 
 def one_line(error: BaseException) -> str:
     """``error``'s message on one line; a pydantic error lists each field, its problem and input."""
-    if isinstance(error, ValidationError):
+    pydantic = sys.modules.get("pydantic")  # none imported (find-barriers), none of its errors
+    if pydantic is not None and isinstance(error, pydantic.ValidationError):
         return "; ".join(
             f"{'.'.join(map(str, e['loc'])) or error.title}: {e['msg']} (got {e['input']!r})"
             for e in error.errors(include_url=False)
@@ -56,6 +53,10 @@ def reported(debug: bool) -> Iterator[None]:
 
 def positive_int(text: str) -> int:
     """An argparse type: ``text``, in decimal digits, as a :data:`~snippets.support.config.PositiveInt`."""
+    from pydantic import TypeAdapter, ValidationError  # here: find-barriers imports no pydantic
+
+    from snippets.support.config import PositiveInt
+
     if text.isascii() and text.isdigit():
         with contextlib.suppress(ValidationError):
             return TypeAdapter(PositiveInt).validate_python(int(text))

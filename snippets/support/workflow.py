@@ -10,7 +10,6 @@ from typing import NamedTuple
 
 import yaml
 
-
 CHECKOUT = ("pyproject.toml", "uv.lock", "README.md", ".python-version", ".github", "snippets")
 """What a job of this repository's reads from its checkout."""
 
@@ -26,7 +25,9 @@ def job_steps(workflow: Path, job: str) -> list[JobStep]:
     ``uses:`` steps are actions, which only a runner runs, so they are left out."""
     spec = yaml.safe_load(workflow.read_text())["jobs"][job]
     return [
-        JobStep(step.get("name", step["run"]), step["run"], spec.get("env", {}) | step.get("env", {}))
+        JobStep(
+            step.get("name", step["run"]), step["run"], spec.get("env", {}) | step.get("env", {})
+        )
         for step in spec["steps"]
         if "run" in step
     ]
