@@ -74,8 +74,7 @@ def outcome(check: Check, axis_type: AxisType) -> str:
     return "ok" if seen is None else f"ok: {seen}"
 
 
-ROOT = Path(__file__).resolve().parents[2]
-"""The directory holding the ``snippets`` package, for a fresh interpreter's imports."""
+_ROOT = Path(__file__).resolve().parents[2]  # holds the snippets package, for a fresh interpreter
 GLOG_PREFIX = re.compile(r"^[FEWI]\d{4} [\d:.]+\s+\d+ ", re.MULTILINE)
 """A C++ log line's severity, date, time and thread id (XLA logs a failed check this way)."""
 
@@ -88,7 +87,7 @@ def isolated_outcome(name: str, axis_type: AxisType) -> str:
         "check, axis_type = modes.CAPABILITY_CHECKS[sys.argv[1]], modes.AxisType[sys.argv[2]]; "
         "print(json.dumps(modes.outcome(check, axis_type)))"
     )
-    paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    paths = [str(_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = os.environ | {"PYTHONPATH": os.pathsep.join(paths)}
     command = [sys.executable, "-c", code, name, axis_type.name]
     result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
