@@ -182,9 +182,9 @@ def browser(session: nox.Session) -> None:
 @nox.session(python=PYTHON, default=False)
 def bench(session: nox.Session) -> None:
     """find_barriers against the lowering it reads at llama2-7b's shape, and the command line on
-    that model's XLA dump: medians and ranges as a table (``python -m snippets.measure.barrier_bench``)."""
+    that model's XLA dump: medians and ranges as a table (``python -m snippets barrier_bench``)."""
     install(session, "docs")
-    session.run("python", "-m", "snippets.measure.barrier_bench", *session.posargs)
+    session.run("python", "-m", "snippets", "barrier_bench", *session.posargs)
 
 
 @nox.session(default=False, venv_backend="none")
@@ -248,7 +248,7 @@ def matrix(session: nox.Session, jax: str, flax: str) -> None:
         session.install(*release, *requirements, *project_pins("numpy"))
     python = Path(session.virtualenv.location) / "bin" / "python"
     session.log(f"{python} -m snippets.version_check --json")
-    command = [str(python), "-m", "snippets.version_check", "--json"]
+    command = [str(python), "-m", "snippets", "version_check", "--json"]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     last_line = (result.stderr.strip().splitlines() or ["no output"])[-1]
     if result.returncode in (0, 1):  # 1: recorded, but the story does not hold there

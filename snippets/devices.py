@@ -1,6 +1,6 @@
 """The one place that decides which devices the guides run on: real chips or simulated CPUs.
 
-Run ``python -m snippets.devices [--devices N] [--json]`` for a report.
+Run ``python -m snippets devices [--devices N] [--json]`` for a report.
 """
 
 from __future__ import annotations
@@ -15,16 +15,8 @@ import jax
 from jax.sharding import AxisType, Mesh
 from pydantic import validate_call
 
-from snippets.support.cli import (
-    Parser,
-    SetupError,
-    available_memory,
-    positive_int,
-    reported,
-    run_module,
-)
+from snippets.support.cli import SetupError, available_memory
 from snippets.support.config import PositiveInt
-from snippets.support.tables import print_report
 
 SHARD_MODES: dict[str, AxisType] = {"explicit": AxisType.Explicit, "auto": AxisType.Auto}
 """The two shard modes, as a config writes them, and the mesh axis type each one means."""
@@ -107,31 +99,3 @@ def make_mesh(
         )
     axis_types = (SHARD_MODES[shard_mode],) * len(shape)
     return jax.make_mesh(shape, tuple(axis_names), axis_types=axis_types, devices=devices)
-
-
-def describe_devices() -> dict[str, object]:
-    """The backend and devices JAX is using, as plain data."""
-    devices = jax.devices()
-    return {
-        "backend": jax.default_backend(),
-        "device_kind": devices[0].device_kind,
-        "devices": len(devices),
-        "simulated": devices[0].platform == "cpu",
-    }
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """Print which devices the guides would run on."""
-    parser = Parser(__doc__)
-    parser.add_argument(
-        "--devices", type=positive_int, default=MESH_DEVICES, help="devices to set up"
-    )
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
-    args = parser.parse_args(argv)
-    with reported(args.debug):
-        setup_devices(args.devices)
-    print_report(describe_devices(), args.json)
-
-
-if __name__ == "__main__":
-    run_module(main)

@@ -40,7 +40,7 @@ def _forward(x, kernel, out_sharding):
     return kernel_order_logits(x, kernel, out_sharding), (x, kernel)
 
 
-def _backward(out_sharding, residuals, g):
+def _backward(_out_sharding, residuals, g):
     x, kernel = residuals
     tokens, vocab = tuple(range(g.ndim - 1)), g.ndim - 1
     dx = lax.dot_general(g, kernel, (((vocab,), (1,)), ((), ())), out_sharding=_explicit_spec(x))

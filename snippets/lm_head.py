@@ -4,7 +4,7 @@
 <https://github.com/google/flax/blob/02603f689d5783636048a5b4e0a2ed7cc81901c5/flax/nnx/nn/linear.py>`_)
 and MaxText's ``DenseGeneral`` (`linears.py
 <https://github.com/AI-Hypercomputer/maxtext/blob/022d0e12f2529db8cfd6b6f002f85416698204f0/src/maxtext/layers/linears.py>`_):
-one ``lax.dot_general`` and MaxText's checks. Run ``python -m snippets.lm_head [--json]`` for
+one ``lax.dot_general`` and MaxText's checks. Run ``python -m snippets lm_head [--json]`` for
 a summary of both kernel orientations.
 """
 
@@ -15,7 +15,6 @@ from typing import Any, Literal, Self
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import nnx
 from flax.linen import logical_to_mesh_axes
 from flax.nnx.nn.dtypes import promote_dtype
@@ -25,9 +24,7 @@ from numpy.lib.array_utils import normalize_axis_tuple
 from pydantic import model_validator
 
 from snippets.kernel_order_grad import auto_axes_dot_general, kernel_order_logits
-from snippets.support.cli import Parser, check_memory, positive_int, reported, run_module
 from snippets.support.config import Config, PositiveInt
-from snippets.support.tables import print_report
 
 KernelOrder = Literal["custom_vjp", "auto_axes"]
 """The two ways to write the weight gradient in kernel order: a custom VJP, or ``auto_axes``."""
@@ -105,9 +102,12 @@ class DenseGeneral(nnx.Module):
         self.kernel_axes = tuple(kernel_axes[i] for i in self.kernel_permutation if kernel_axes)
         kernel = jnp.transpose(canonical, self.kernel_permutation)
         self.kernel = nnx.Param(kernel, out_sharding=self.kernel_axes or None, eager_sharding=False)
-        bias, bias_axes = jnp.zeros(self.out_features, param_dtype), tuple(kernel_axes[n_in:])
-        bias_param = nnx.Param(bias, out_sharding=bias_axes or None, eager_sharding=False)
-        self.bias = bias_param if use_bias else None
+        self.bias: nnx.Param | None
+        if use_bias:
+            bias = jnp.zeros(self.out_features, param_dtype)
+            self.bias = nnx.Param(bias, out_sharding=kernel_axes[n_in:] or None, eager_sharding=False)
+        else:
+            self.bias = nnx.data(None)  # as Flax's LinearGeneral: no bias, nothing built
 
     @property
     def contract_axes(self) -> tuple[int, ...]:
@@ -238,82 +238,3 @@ def head_kernel_spec(
             f"(lm_head_kernel_transposed={transposed}); the rules give {spec}."
         )
     return spec
-
-
-def dot_rounding_bound(a: jax.Array, b: jax.Array) -> np.ndarray:
-    """How far two summation orders of ``a @ b`` may differ, elementwise: ``2 * gamma_K * |a| @ |b|``.
-
-    ``gamma_K = K*u / (1 - K*u)``, ``u`` the unit roundoff (Higham, *Accuracy and Stability
-    of Numerical Algorithms*, 2nd ed., section 3.1).
-    """
-    u = float(jnp.finfo(jnp.result_type(a, b)).eps) / 2
-    k = a.shape[-1]
-    gamma = k * u / (1 - k * u)
-    return 2 * gamma * (np.abs(np.asarray(a, np.float64)) @ np.abs(np.asarray(b, np.float64)))
-
-
-def small_integers(key: jax.Array, shape: tuple[int, ...], bound: int = 4) -> jax.Array:
-    """Float32 integers in ``[-bound, bound]``: products and sums of a few stay exact in float32."""
-    return jax.random.randint(key, shape, -bound, bound + 1).astype(jnp.float32)
-
-
-def orientation_report(emb: int = 64, vocab: int = 256, tokens: int = 32, seed: int = 0) -> dict:
-    """Build the head both ways from one seed and compare shapes, axes, outputs and gradients.
-
-    Small-integer inputs give exact sums, so the same bits; random floats differ at most by
-    :func:`dot_rounding_bound`, and whether they differ at all depends on the machine.
-    """
-
-    @nnx.jit
-    def output_and_weight_grad(head, x, cotangent):  # the gradient in [embed, vocab] order
-        grad = nnx.grad(lambda head: jnp.sum(head(x) * cotangent))(head).kernel[...]
-        return head(x), grad.T if head.kernel_transposed else grad
-
-    heads = {
-        name: DenseGeneral(
-            emb, vocab, kernel_axes=HEAD_KERNEL_AXES, kernel_transposed=flag, rngs=nnx.Rngs(seed)
-        )
-        for name, flag in (("EV", False), ("VE", True))
-    }
-    report: dict[str, Any] = {
-        name: {"kernel_shape": list(head.kernel.shape), "kernel_axes": list(head.kernel_axes)}
-        for name, head in heads.items()
-    }
-    ev, ve = heads.values()
-    kernel = ev.kernel[...]
-    report["same_seed_identical"] = bool(jnp.array_equal(kernel, ve.kernel[...].T))
-    keys = jax.random.split(jax.random.key(seed + 1), 4)
-    x = jax.random.normal(keys[0], (tokens, emb))
-    cotangent = jax.random.normal(keys[1], (tokens, vocab))
-    (y_ev, g_ev), (y_ve, g_ve) = (output_and_weight_grad(h, x, cotangent) for h in heads.values())
-    exact = small_integers(keys[2], (emb, vocab))
-    ev.kernel[...], ve.kernel[...] = exact, exact.T
-    exact_args = small_integers(keys[3], (tokens, emb)), small_integers(keys[1], (tokens, vocab))
-    ev_exact, ve_exact = (output_and_weight_grad(h, *exact_args) for h in heads.values())
-    report["exact_inputs_identical"] = all(map(jnp.array_equal, ev_exact, ve_exact))
-    pairs = {"forward": (y_ev, y_ve), "grad": (g_ev, g_ve)}
-    diff = {k: np.abs(np.subtract(*pair, dtype=np.float64)) for k, pair in pairs.items()}
-    bound = {"forward": dot_rounding_bound(x, kernel), "grad": dot_rounding_bound(x.T, cotangent)}
-    report |= {f"{k}_within_rounding_bound": bool(np.all(diff[k] <= bound[k])) for k in diff}
-    report |= {f"{k}_bit_identical_here": bool(np.all(diff[k] == 0)) for k in diff}
-    report |= {f"{k}_max_abs_diff": float(diff[k].max()) for k in diff}
-    return report
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """Print the two orientations side by side."""
-    parser = Parser(__doc__)
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
-    parser.add_argument("--emb", type=positive_int, default=64, help="embedding size")
-    parser.add_argument("--vocab", type=positive_int, default=256, help="vocabulary size")
-    parser.add_argument("--tokens", type=positive_int, default=32, help="tokens in the batch")
-    args = parser.parse_args(argv)
-    with reported(args.debug):
-        # Kernels, gradients, logits and their float64 differences, with room to spare.
-        elements = 10 * args.emb * args.vocab + args.tokens * (8 * args.vocab + 2 * args.emb)
-        check_memory(8 * elements, f"--emb {args.emb} --vocab {args.vocab} --tokens {args.tokens}")
-    print_report(orientation_report(args.emb, args.vocab, args.tokens), args.json)
-
-
-if __name__ == "__main__":
-    run_module(main)

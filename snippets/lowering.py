@@ -1,16 +1,12 @@
 """A small real training step around the LM head, jitted, lowered and compiled on a mesh.
 
-``python -m snippets.lowering [--json] [--show stablehlo|hlo|compiled]`` lowers one step and
+``python -m snippets lowering [--json] [--show stablehlo|hlo|compiled]`` lowers one step and
 prints its size, or the text of one of its programs (``--help`` lists its sizes and variants).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import tempfile
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Literal, Self
 
 import jax
@@ -21,11 +17,9 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 from pydantic import model_validator
 
-from snippets.devices import MESH_DEVICES, SHARD_MODES, make_mesh, setup_devices
+from snippets.devices import MESH_DEVICES, SHARD_MODES, make_mesh
 from snippets.lm_head import LMHeadConfig, build_output_head, head_axis_rules
-from snippets.support.cli import Parser, check_memory, positive_int, reported, run_module
 from snippets.support.config import Config, PositiveInt
-from snippets.support.tables import print_report
 from snippets.vocab_parallel import pin, vocab_parallel_cross_entropy, vocab_parallel_logits
 
 VARIANTS = {
@@ -252,90 +246,3 @@ def build_head_step(config: StepConfig, seed: int = 0) -> Step:
     x, targets = jax.device_put((x, targets), NamedSharding(mesh, P(config.axes)))
     step = jax.jit(jax.value_and_grad(loss_fn, argnums=(0, 1)))
     return Step(config, mesh, step, (head, x, rest, targets))
-
-
-@dataclasses.dataclass(frozen=True)
-class LoweredStep:
-    """The three program texts of one step: StableHLO, HLO before optimisation, compiled HLO."""
-
-    config: StepConfig
-    stablehlo: str
-    hlo: str
-    compiled: str
-    dumps: dict[str, str]
-    kernel_outputs: tuple[int, ...] = ()
-    """Where the head kernel's gradient (or new value and Adam moments) sit in the outputs."""
-
-
-def read_pass_dumps(directory: str) -> dict[str, str]:
-    """The ``.txt`` files XLA wrote to ``directory`` (``xla_dump_to``), by name."""
-    return {path.name: path.read_text() for path in Path(directory).glob("*.txt")}
-
-
-def lower_built(step: Step, dump_passes: bool = False) -> LoweredStep:
-    """Lower and compile a built ``step``; with ``dump_passes`` also keep XLA's per-pass dumps."""
-    lowered = step.lower()
-    with tempfile.TemporaryDirectory() as directory:
-        options = {"xla_dump_to": directory, "xla_dump_hlo_pass_re": ".*"} if dump_passes else None
-        compiled = lowered.compile(compiler_options=options).as_text()
-        dumps = read_pass_dumps(directory)  # none without dump_passes
-    hlo = lowered.compiler_ir("hlo").as_hlo_text()
-    leaves = jax.tree_util.tree_flatten_with_path(lowered.out_info)[0]
-    paths = [jax.tree_util.keystr(path) for path, _ in leaves]
-    kernel = tuple(i for i, path in enumerate(paths) if "['head']['kernel']" in path)
-    return LoweredStep(step.config, lowered.as_text(), hlo, compiled, dumps, kernel)
-
-
-def lower_step(config: StepConfig, dump_passes: bool = False) -> LoweredStep:
-    """Build, lower and compile the step for ``config`` (see :func:`lower_built`)."""
-    return lower_built(build_step(config), dump_passes)
-
-
-SIZE_FIELDS = ("devices", "emb", "vocab", "batch", "seq")
-PROGRAMS = ("stablehlo", "hlo", "compiled")
-
-
-def add_step_arguments(parser: argparse.ArgumentParser) -> None:
-    """Command-line options for a StepConfig's sizes and mesh, with its defaults."""
-    defaults = StepConfig()
-    for name in SIZE_FIELDS:
-        parser.add_argument(f"--{name}", type=positive_int, default=getattr(defaults, name))
-    parser.add_argument("--mesh", choices=tuple(MESH_LAYOUTS), default=defaults.mesh)
-
-
-def step_config(args: argparse.Namespace, steps: int = 1, **fields: Any) -> StepConfig:
-    """The StepConfig the options describe, once ``steps`` such steps are known to fit in memory."""
-    sizes = {name: getattr(args, name) for name in SIZE_FIELDS}
-    config = StepConfig(mesh=args.mesh, **sizes, **fields)
-    flags = " ".join(f"--{name} {value}" for name, value in sizes.items())
-    check_memory(steps * config.step_bytes, f"{steps} step(s) with {flags}")
-    return config
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """Lower one step; print its configuration and program sizes, or one program's text."""
-    parser = Parser(__doc__)
-    add_step_arguments(parser)
-    parser.add_argument("--mode", choices=tuple(SHARD_MODES), default="explicit")
-    parser.add_argument("--variant", choices=VARIANTS, default="EV")
-    parser.add_argument("--dtype", choices=DTYPES, default="float32")
-    parser.add_argument("--show", choices=PROGRAMS, help="print this program's text instead")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
-    args = parser.parse_args(argv)
-    with reported(args.debug):
-        config = step_config(args, mode=args.mode, variant=args.variant, dtype=args.dtype)
-        setup_devices(config.devices)
-        lowered = lower_step(config)
-    if args.show:
-        print(getattr(lowered, args.show))
-        return
-    report = {
-        "config": config.model_dump(),
-        "mesh_shape": list(config.mesh_shape),
-        "program_lines": {name: len(getattr(lowered, name).splitlines()) for name in PROGRAMS},
-    }
-    print_report(report, args.json)
-
-
-if __name__ == "__main__":
-    run_module(main)

@@ -8,13 +8,9 @@ default (Explicit) axes. ``.github/workflows/barrier-gate.yml`` runs it with XLA
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import optax
 from flax import nnx
 from jax.sharding import PartitionSpec as P
-
-from snippets.devices import setup_devices
-from snippets.support.cli import Parser, positive_int, reported, run_module
 
 VOCAB, EMBED, BATCH, SEQ = 256, 64, 8, 16
 
@@ -41,21 +37,3 @@ def train_step(model: SmallLM, optimizer: nnx.Optimizer, tokens: jax.Array) -> j
     loss, grads = nnx.value_and_grad(loss_fn)(model)
     optimizer.update(model, grads)
     return loss
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Build the model with ``--layers`` hidden layers and run one step; print its loss."""
-    parser = Parser(__doc__)
-    parser.add_argument("--layers", type=positive_int, default=2, help="hidden layers (2)")
-    args = parser.parse_args(argv)
-    with reported(args.debug):
-        devices = setup_devices(4)
-    with jax.set_mesh(jax.make_mesh((2, 2), ("data", "model"), devices=devices)):
-        model = SmallLM(args.layers, nnx.Rngs(0))
-        optimizer = nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)
-        tokens = jax.device_put(jnp.zeros((BATCH, SEQ + 1), jnp.int32), P("data"))
-        print(f"loss after one step: {float(train_step(model, optimizer, tokens)):.3f}")
-
-
-if __name__ == "__main__":
-    run_module(main)

@@ -10,15 +10,14 @@ import jax
 import jax.numpy as jnp
 import jsonschema
 import pytest
-from jax.tree_util import tree_flatten_with_path
 
+from snippets.hlo import check as barrier_check
+from snippets.hlo.sites import find_sites
 from snippets.lowering import StepConfig, build_step
-from snippets.measure import barrier_check
 from snippets.measure.barrier import find_barriers, output_name
-from snippets.measure.hlo import find_sites
 
 ROOT = Path(__file__).resolve().parent.parent
-SCHEMA = ROOT / "snippets" / "measure" / "find_barriers.schema.json"
+SCHEMA = ROOT / "snippets" / "hlo" / "find_barriers.schema.json"
 PARAMETER = "params['head']['kernel'].value"
 """How XLA's dump of the guides' step names the head's kernel (its ``op_name``)."""
 
@@ -50,7 +49,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict:
             "mlir": out / "step.mlir",
             "sites": find_barriers(lowered),
             "outputs": [
-                output_name(path) for path, _ in tree_flatten_with_path(lowered.out_info)[0]
+                output_name(path) for path, _ in jax.tree.leaves_with_path(lowered.out_info)
             ],
         }
     return found
@@ -253,17 +252,19 @@ def test_the_console_script_and_python_dash_m_give_the_same_output_and_status(fi
     dump = str(files[mode]["dump"])
     commands = {
         "console script": [*console_script(), dump],
-        "python -m snippets.barrier --hlo": [
+        "python -m snippets barrier --hlo": [
             sys.executable,
             "-m",
-            "snippets.barrier",
+            "snippets",
+            "barrier",
             "--hlo",
             dump,
         ],
-        "python -m snippets.measure.barrier_check": [
+        "python -m snippets find-barriers": [
             sys.executable,
             "-m",
-            "snippets.measure.barrier_check",
+            "snippets",
+            "find-barriers",
             dump,
         ],
     }

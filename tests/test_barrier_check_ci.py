@@ -14,7 +14,7 @@ import pytest
 from jax.sharding import AxisType
 from jax.sharding import PartitionSpec as P
 
-from snippets.measure import barrier_check
+from snippets.hlo import check as barrier_check
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = "tests/test_barrier_check_ci.py"

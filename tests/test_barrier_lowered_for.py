@@ -42,7 +42,7 @@ def test_a_differing_lowering_is_reported_line_by_line():
 
 @pytest.fixture(scope="module")
 def one_run_report():
-    """``python -m snippets.barrier --json``'s report, with one run instead of eight and no
+    """``python -m snippets barrier --json``'s report, with one run instead of eight and no
     causal control (``tests/test_causal_control.py`` checks that)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(barrier, "every_mode_and_variant", lambda base: [base])

@@ -7,7 +7,7 @@ import pytest
 
 from snippets.lowering import StepConfig
 from snippets.measure import bench
-from snippets.measure.barrier_bench import spread
+from snippets.support.timing import spread
 
 SECONDS = {
     ("auto", "EV"): [1.0, 2.0, 1.0],

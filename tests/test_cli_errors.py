@@ -8,9 +8,20 @@ import sys
 import pytest
 from pydantic import ValidationError
 
-from snippets import devices, lm_head, lowering, one_training_step
+from snippets.__main__ import COMMANDS
 from snippets.lm_head import LMHeadConfig
-from snippets.measure import barrier, bench, modes, multihost, reduce_scatter, version_check
+from snippets.measure import (
+    barrier,
+    bench,
+    device_report,
+    head_orientation,
+    modes,
+    multihost,
+    reduce_scatter,
+    step_lowering,
+    training_step_run,
+    version_check,
+)
 from snippets.support import cli
 from snippets.support.cli import check_memory, one_line
 
@@ -20,10 +31,18 @@ HUGE = "1000000000"
 @pytest.mark.parametrize(
     ("main", "argv", "words"),
     [
-        (devices.main, ["--devices", "0"], ["argument --devices", "at least 1", "'0'"]),
-        (devices.main, ["--devices", "-2"], ["argument --devices", "at least 1", "'-2'"]),
-        (devices.main, ["--devices", "four"], ["argument --devices", "whole number", "'four'"]),
-        (devices.main, ["--devices", HUGE], [f"{HUGE} simulated CPU devices", "ask for at most"]),
+        (device_report.main, ["--devices", "0"], ["argument --devices", "at least 1", "'0'"]),
+        (device_report.main, ["--devices", "-2"], ["argument --devices", "at least 1", "'-2'"]),
+        (
+            device_report.main,
+            ["--devices", "four"],
+            ["argument --devices", "whole number", "'four'"],
+        ),
+        (
+            device_report.main,
+            ["--devices", HUGE],
+            [f"{HUGE} simulated CPU devices", "ask for at most"],
+        ),
         (reduce_scatter.main, ["--ranks", "0"], ["argument --ranks", "at least 1"]),
         (reduce_scatter.main, ["--ranks", "-2"], ["argument --ranks", "at least 1", "'-2'"]),
         (reduce_scatter.main, ["--ranks", HUGE], [f"--ranks {HUGE} needs about", "use at most"]),
@@ -44,22 +63,26 @@ HUGE = "1000000000"
         ),
         (barrier.main, ["--mesh", "tp"], ["argument --mesh", "invalid choice: 'tp'"]),
         (barrier.main, ["--vocab", HUGE], [f"--vocab {HUGE}", "GiB of memory is available"]),
-        (one_training_step.main, ["--layers", "0"], ["argument --layers", "at least 1", "'0'"]),
-        (one_training_step.main, ["--layers", "x"], ["argument --layers", "whole number", "'x'"]),
-        (lm_head.main, ["--emb", "0"], ["argument --emb", "at least 1", "'0'"]),
-        (lm_head.main, ["--vocab", "-4"], ["argument --vocab", "at least 1", "'-4'"]),
-        (lm_head.main, ["--tokens", "0"], ["argument --tokens", "at least 1", "'0'"]),
-        (lm_head.main, ["--emb", HUGE, "--vocab", HUGE], ["needs about", "choose smaller sizes"]),
-        (lowering.main, ["--dtype", "int8"], ["argument --dtype", "invalid choice: 'int8'"]),
-        (lowering.main, ["--variant", "EVV"], ["argument --variant", "invalid choice: 'EVV'"]),
-        (lowering.main, ["--batch", "6"], ["batch 6 does not divide over the 4 devices"]),
+        (training_step_run.main, ["--layers", "0"], ["argument --layers", "at least 1", "'0'"]),
+        (training_step_run.main, ["--layers", "x"], ["argument --layers", "whole number", "'x'"]),
+        (head_orientation.main, ["--emb", "0"], ["argument --emb", "at least 1", "'0'"]),
+        (head_orientation.main, ["--vocab", "-4"], ["argument --vocab", "at least 1", "'-4'"]),
+        (head_orientation.main, ["--tokens", "0"], ["argument --tokens", "at least 1", "'0'"]),
         (
-            lowering.main,
+            head_orientation.main,
+            ["--emb", HUGE, "--vocab", HUGE],
+            ["needs about", "choose smaller sizes"],
+        ),
+        (step_lowering.main, ["--dtype", "int8"], ["argument --dtype", "invalid choice: 'int8'"]),
+        (step_lowering.main, ["--variant", "EVV"], ["argument --variant", "invalid choice: 'EVV'"]),
+        (step_lowering.main, ["--batch", "6"], ["batch 6 does not divide over the 4 devices"]),
+        (
+            step_lowering.main,
             ["--variant", "vocab-parallel"],
             ["variant 'vocab-parallel' shards the head on the fsdp axis", "mesh 'dp' has none"],
         ),
         (
-            lowering.main,
+            step_lowering.main,
             ["--variant", "vocab-parallel", "--mesh", "fsdp", "--vocab", "258"],
             ["vocab 258 does not divide over the fsdp axis of size 4"],
         ),
@@ -80,7 +103,7 @@ HUGE = "1000000000"
         (modes.main, ["--check", "nope"], ["argument --check", "invalid choice: 'nope'"]),
         (modes.main, ["--check"], ["argument --check: expected one argument"]),
     ],
-    ids=lambda value: " ".join(value) if isinstance(value, list) else None,
+    ids=lambda value: value.__module__ if callable(value) else " ".join(value),
 )
 def test_bad_input_is_one_error_line(main, argv, words, one_error_line):
     line = one_error_line(main, argv)
@@ -89,7 +112,7 @@ def test_bad_input_is_one_error_line(main, argv, words, one_error_line):
 
 
 def test_too_few_devices_is_one_error_line(device_count, one_error_line):
-    line = one_error_line(devices.main, ["--devices", str(device_count + 1)])
+    line = one_error_line(device_report.main, ["--devices", str(device_count + 1)])
     assert f"{device_count + 1} devices are needed" in line
 
 
@@ -119,12 +142,12 @@ def test_one_rank_has_nothing_to_exchange(capsys):
 
 def test_lowering_has_a_help_and_a_report(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        lowering.main(["--help"])
+        step_lowering.main(["--help"])
     assert exit_info.value.code == 0
     help_text = capsys.readouterr().out
     assert help_text.startswith("usage:")
     assert "--show {stablehlo,hlo,compiled}" in help_text
-    lowering.main(["--json"])
+    step_lowering.main(["--json"])
     report = json.loads(capsys.readouterr().out)
     assert report["config"]["devices"] == 4
     assert report["mesh_shape"] == [4]
@@ -134,11 +157,12 @@ def test_lowering_has_a_help_and_a_report(capsys):
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
-        (["snippets.devices", "--devices", HUGE], ["simulated CPU devices", "ask for at most"]),
-        (["snippets.version_check", "--jsn"], ["unrecognized arguments: --jsn"]),
-        (["snippets.modes", "--check", "nope"], ["argument --check", "invalid choice: 'nope'"]),
+        (["snippets", "devices", "--devices", HUGE], ["simulated CPU devices", "ask for at most"]),
+        (["snippets", "version_check", "--jsn"], ["unrecognized arguments: --jsn"]),
+        (["snippets", "modes", "--check", "nope"], ["argument --check", "invalid choice: 'nope'"]),
+        (["snippets", "barriers"], ["no command 'barriers'", "choose one of devices,"]),
     ],
-    ids=lambda argv: argv[0] if isinstance(argv, list) and argv[0].startswith("snip") else None,
+    ids=lambda argv: " ".join(argv[:2]) if isinstance(argv, list) else None,
 )
 def test_python_dash_m_prints_one_line_and_no_traceback(argv, words):
     """The in-process tests above, through a real ``python -m`` (a usage error and a reported one)."""
@@ -170,15 +194,24 @@ def test_a_pydantic_error_becomes_one_line_per_field():
 def test_a_module_without_a_command_line_does_nothing_when_run():
     """Python's convention: no ``__main__`` block, so ``python -m`` runs nothing and prints nothing."""
     result = subprocess.run(
-        [sys.executable, "-m", "snippets.measure.hlo"], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "snippets.hlo.sites"], capture_output=True, text=True, check=False
     )
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
 
 
+def test_python_dash_m_snippets_alone_lists_every_command():
+    result = subprocess.run(
+        [sys.executable, "-m", "snippets"], capture_output=True, text=True, check=False
+    )
+    assert (result.returncode, result.stderr) == (0, "")
+    listed = [line.split()[0] for line in result.stdout.splitlines()[2:]]
+    assert listed == list(COMMANDS)
+
+
 def test_a_closed_pipe_ends_the_run_quietly():
-    """As ``python -m snippets.lm_head --json | head -c 0``: the reader is gone before the output."""
+    """As ``python -m snippets lm_head --json | head -c 0``: the reader is gone before the output."""
     with subprocess.Popen(
-        [sys.executable, "-m", "snippets.lm_head", "--json"],
+        [sys.executable, "-m", "snippets", "lm_head", "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -8,16 +8,13 @@ import jax.numpy as jnp
 import pytest
 from flax import nnx
 
+from snippets.hlo.loops import run_counts
+from snippets.hlo.outputs import outputs_reached
+from snippets.hlo.program import read_hlo
+from snippets.hlo.provenance import user_frame
+from snippets.hlo.sites import TransposeSite, transpose_of_dot_sites
 from snippets.lowering import StepConfig, build_step
 from snippets.measure.barrier import find_barriers, output_name, short_path
-from snippets.measure.hlo import (
-    TransposeSite,
-    outputs_reached,
-    read_hlo,
-    runs,
-    source_locations,
-    transpose_of_dot_sites,
-)
 
 WITH_METADATA = """
 HloModule jit_step, entry_computation_layout={(f32[2,3]{1,0}, f32[3,4]{1,0})->(f32[4,2]{0,1}, f32[4,2]{1,0})}
@@ -107,9 +104,9 @@ def test_sites_carry_the_dot_shape_op_name_source_and_output():
     assert [sites[name].output for name in ("t1", "t2", "t3")] == [0, 1, None]
 
 
-def test_source_locations_read_the_stack_frame_tables():
-    assert source_locations(WITH_METADATA) == {1: "/somewhere/site-packages/model/layers.py:42"}
-    assert source_locations("ENTRY main { ROOT x = f32[] constant(0) }") == {}
+def test_frames_read_the_stack_frame_tables():
+    assert read_hlo(WITH_METADATA).frames == {1: "/somewhere/site-packages/model/layers.py:42"}
+    assert read_hlo("ENTRY main { ROOT x = f32[] constant(0) }").frames == {}
 
 
 def test_outputs_are_followed_through_a_loop_body_and_the_call_that_stacks_them():
@@ -135,7 +132,7 @@ def test_a_site_in_a_loop_runs_once_per_trip_read_from_the_loop_condition():
 
 
 def test_a_loops_condition_runs_once_more_than_its_body():
-    count = runs(read_hlo(LOOP))
+    count = run_counts(read_hlo(LOOP))
     assert (count("main"), count("body"), count("cond"), count("update")) == (1, 2, 3, 4)
     assert count("nothing calls it") == 1
 
@@ -143,7 +140,7 @@ def test_a_loops_condition_runs_once_more_than_its_body():
 def test_output_names_read_as_a_reader_writes_the_parameter():
     grads = nnx.State({"head": {"kernel": nnx.Param(jnp.ones(2))}})
     outputs = (jnp.ones(()), grads, [2, 3], {"layers": [4]})  # as (loss, grads), and more
-    paths = [path for path, _ in jax.tree_util.tree_flatten_with_path(outputs)[0]]
+    paths = [path for path, _ in jax.tree.leaves_with_path(outputs)]
     names = ["result[0]", "head.kernel", "result[2][0]", "result[2][1]", "layers.0"]
     assert [output_name(path) for path in paths] == names
     assert output_name(()) == "result"
@@ -201,3 +198,10 @@ def test_a_found_site_reads_as_one_line():
     assert str(site) == "dot f32[8,2] -> Sharding -> transpose f32[2,8]  ['w']  m.py:3"
     assert site.blocked
     assert str(dataclasses.replace(site, output=None, source=None)).endswith("(no output)")
+
+
+def test_maxtexts_process_wide_constraint_shim_is_not_the_users_line():
+    """Once imported, MaxText's tunix adapter wraps ``with_sharding_constraint`` for every caller."""
+    shim = "/v/site-packages/maxtext/integration/tunix/tunix_adapter.py:43"
+    assert user_frame([shim, "/home/me/model.py:7"]) == "/home/me/model.py:7"
+    assert user_frame(["/v/site-packages/maxtext/layers/linears.py:9"]).endswith("linears.py:9")

@@ -1,11 +1,13 @@
-"""The fold rule (snippets/measure/fold.py) against what XLA:CPU does on one device, and on
+"""The fold rule (snippets/hlo/fold.py) against what XLA:CPU does on one device, and on
 hand-written HLO for each condition; the stack-frame walk to the user's own line."""
 
 import jax
 import jax.numpy as jnp
 import pytest
 
-from snippets.measure.hlo import array_shapes, instructions, transpose_of_dot_sites
+from snippets.hlo.program import instructions
+from snippets.hlo.shapes import array_shapes
+from snippets.hlo.sites import transpose_of_dot_sites
 
 
 def weight_gradient(w, x):

@@ -2,9 +2,10 @@
 
 import pytest
 
-from snippets.lowering import StepConfig, build_head_step, lower_built, lower_step
+from snippets.hlo.collectives import collectives
+from snippets.lowering import StepConfig, build_head_step
 from snippets.measure.head_traffic import design_doc_traffic, head_collectives, head_traffic
-from snippets.measure.hlo import collectives
+from snippets.measure.step_lowering import lower_built, lower_step
 
 WIDE_VOCAB = StepConfig(mesh="fsdp", emb=64, vocab=8192, batch=8, seq=16)
 """8192 vocab entries against 128 tokens: the vocab-parallel head should move far less."""

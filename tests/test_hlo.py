@@ -6,22 +6,13 @@ import pytest
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from snippets.measure.hlo import (
-    _called,
-    collectives,
-    computations,
-    group_size,
-    instructions,
-    kernel_relayouts,
-    opcode_counts,
-    parse_instruction,
-    pass_order,
-    read_hlo,
-    relayouts,
-    shape_bytes,
-    sharding_call_count,
-    transpose_of_dot_sites,
-)
+from snippets.hlo.collectives import collectives, group_size
+from snippets.hlo.counts import opcode_counts, relayouts, sharding_call_count
+from snippets.hlo.dumps import pass_order
+from snippets.hlo.gradients import _called, kernel_relayouts
+from snippets.hlo.program import computations, instructions, parse_instruction, read_hlo
+from snippets.hlo.shapes import shape_bytes
+from snippets.hlo.sites import transpose_of_dot_sites
 
 COMPILED = """
 HloModule jit_step, entry_computation_layout={(f32[2,1]{1,0})->f32[1,2]{1,0}}

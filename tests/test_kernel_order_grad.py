@@ -9,9 +9,9 @@ from flax import nnx
 from jax.sharding import AxisType
 from jax.sharding import PartitionSpec as P
 
+from snippets.hlo.sites import transpose_of_dot_sites
 from snippets.kernel_order_grad import auto_axes_dot_general, kernel_order_logits
 from snippets.lm_head import DenseGeneral
-from snippets.measure.hlo import transpose_of_dot_sites
 
 EMB, VOCAB = 16, 32
 BATCH = P("data", None, None)

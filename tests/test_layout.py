@@ -2,12 +2,12 @@
 unique, and only command lines run when a module is run."""
 
 import ast
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from snippets.__main__ import COMMANDS
 
 SNIPPETS = Path(__file__).resolve().parent.parent / "snippets"
 
@@ -32,25 +32,18 @@ def imported(tree: ast.Module) -> set[str]:
     return {name for name in found if name in MODULES}
 
 
-def is_entry_point(tree: ast.Module) -> bool:
-    """A command's thin entry point: ``run_command("snippets.measure.NAME", __name__)``, alone."""
-    calls = [node.value for node in tree.body if isinstance(node, ast.Expr)]
-    return [ast.unparse(call.func) for call in calls if isinstance(call, ast.Call)] == [
-        "run_command"
-    ] and calls[-1].args[0].value.startswith("snippets.measure.")
-
-
 def role(name: str) -> str:
-    if name.startswith(("snippets.measure", "snippets.support")):
+    if name.startswith(("snippets.hlo", "snippets.measure", "snippets.support")):
         return name.split(".")[1]
-    return "entry point" if is_entry_point(MODULES[name]) else "teaching"
+    return "commands" if name == "snippets.__main__" else "teaching"
 
 
 ALLOWED = {
     "support": {"support"},
     "teaching": {"teaching", "support"},
-    "measure": {"measure", "teaching", "support"},
-    "entry point": {"measure", "support"},
+    "hlo": {"hlo", "teaching", "support"},  # teaching: the ring model prices collectives
+    "measure": {"measure", "hlo", "teaching", "support"},
+    "commands": {"support"},  # each command's module is imported by name, when run
 }
 
 
@@ -58,29 +51,6 @@ ALLOWED = {
 def test_imports_point_from_measurement_to_teaching_to_support(name):
     wrong = [other for other in imported(MODULES[name]) if role(other) not in ALLOWED[role(name)]]
     assert not wrong, f"{name} ({role(name)}) imports {wrong}"
-
-
-TRANSPOSE_OF_DOT = """HloModule m
-ENTRY main {
-  p = f32[2,4]{1,0} parameter(0)
-  d = f32[4,4]{1,0} dot(p, p), lhs_contracting_dims={0}, rhs_contracting_dims={0}
-  ROOT t = f32[4,4]{0,1} transpose(d), dimensions={1,0}
-}
-"""
-
-
-def test_the_file_check_imports_no_jax(tmp_path):
-    """As ``python -X importtime`` lists them: checking a file imports no module of jax or jaxlib."""
-    (tmp_path / "step.hlo.txt").write_text(TRANSPOSE_OF_DOT)
-    command = [sys.executable, "-X", "importtime", "-m", "snippets.measure.barrier_check"]
-    result = subprocess.run(
-        [*command, "step.hlo.txt"], capture_output=True, text=True, check=False, cwd=tmp_path
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert "1 transpose-of-dot site: 0 blocked, 1 foldable, 0 kept" in result.stdout
-    imported = [line.rpartition("|")[2].strip() for line in result.stderr.splitlines()]
-    assert "snippets.measure.hlo" in imported
-    assert not [name for name in imported if name.split(".")[0] in ("jax", "jaxlib")]
 
 
 def test_public_names_are_unique():
@@ -101,23 +71,21 @@ def runs_main(tree: ast.Module) -> bool:
     )
 
 
+def has_main(tree: ast.Module) -> bool:
+    return any(isinstance(node, ast.FunctionDef) and node.name == "main" for node in tree.body)
+
+
 @pytest.mark.parametrize("name", sorted(MODULES))
-def test_only_a_command_line_runs_when_the_module_is_run(name):
-    tree = MODULES[name]
-    has_main = any(isinstance(node, ast.FunctionDef) and node.name == "main" for node in tree.body)
-    if role(name) == "measure" and has_main:  # its command runs through its entry point ...
-        entry = name.replace("snippets.measure.", "snippets.")
-        has_main = entry not in MODULES  # ... unless it has none (barrier_check, barrier_bench)
-    assert runs_main(tree) == has_main
+def test_only_python_dash_m_snippets_runs_when_a_module_is_run(name):
+    assert runs_main(MODULES[name]) == (name == "snippets.__main__")
 
 
-def test_each_entry_point_runs_the_command_line_of_its_measure_module():
-    entry_points = [name for name in MODULES if role(name) == "entry point"]
-    assert entry_points, "no entry point found: is_entry_point no longer reads them"
-    for name in entry_points:
-        target = MODULES[name].body[-1].value.args[0].value
-        assert target == name.replace("snippets.", "snippets.measure."), name
-        assert any(
-            isinstance(node, ast.FunctionDef) and node.name == "main"
-            for node in MODULES[target].body
-        ), f"{target} has no main for {name} to run"
+def test_every_command_is_a_main_and_every_main_a_command():
+    """``python -m snippets`` lists each module with a ``main`` once, and only those."""
+    mains = {name for name, tree in MODULES.items() if has_main(tree)} - {"snippets.__main__"}
+    assert sorted(COMMANDS.values()) == sorted(mains)
+
+
+def test_commands_live_in_measure_or_hlo():
+    """Teaching code runs nothing: a command is a report, in measurement (or the file check)."""
+    assert {role(module) for module in COMMANDS.values()} <= {"measure", "hlo"}

@@ -39,7 +39,7 @@ class Block(importlib.abc.MetaPathFinder):
         if name.split(".")[0] in {"jax", "jaxlib", "flax", "optax", "orbax", "numpy", "pydantic"}:
             raise ImportError(f"the light install has no {name}")
 sys.meta_path.insert(0, Block())
-from snippets.measure.barrier_check import main
+from snippets.hlo.check import main
 sys.exit(main())
 """
 
@@ -53,5 +53,5 @@ def test_find_barriers_runs_with_the_guides_stack_unimportable(tmp_path):
         return result.returncode, result.stdout, result.stderr
 
     blocked = run("-c", BLOCK)
-    assert blocked == run("-m", "snippets.measure.barrier_check")
+    assert blocked == run("-m", "snippets", "find-barriers")
     assert blocked[0] == 1, blocked  # a real answer: the dump's fold is blocked

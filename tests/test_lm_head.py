@@ -8,17 +8,10 @@ from flax import nnx
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from snippets import lm_head
 from snippets.devices import make_mesh
-from snippets.lm_head import (
-    DenseGeneral,
-    LMHeadConfig,
-    build_output_head,
-    dot_rounding_bound,
-    head_kernel_spec,
-    orientation_report,
-    small_integers,
-)
+from snippets.lm_head import DenseGeneral, LMHeadConfig, build_output_head, head_kernel_spec
+from snippets.measure import head_orientation
+from snippets.measure.head_orientation import dot_rounding_bound, orientation_report, small_integers
 
 RULES = [("embed", None), ("vocab", "model")]
 OUT_FEATURES = [6, (2, 8)]
@@ -246,7 +239,7 @@ class OffByAPartInAThousand(DenseGeneral):
 
 def test_orientation_report_tells_a_wrong_orientation_from_rounding(monkeypatch):
     """The report compares the two orientations with each other, and a wrong one fails it."""
-    monkeypatch.setattr(lm_head, "DenseGeneral", OffByAPartInAThousand)
+    monkeypatch.setattr(head_orientation, "DenseGeneral", OffByAPartInAThousand)
     report = orientation_report(emb=16, vocab=32, tokens=8)
     assert report["same_seed_identical"]
     assert not report["exact_inputs_identical"]
@@ -265,7 +258,7 @@ class DrawnInItsStoredShape(DenseGeneral):
 
 
 def test_orientation_report_tells_a_kernel_drawn_in_the_stored_shape(monkeypatch):
-    monkeypatch.setattr(lm_head, "DenseGeneral", DrawnInItsStoredShape)
+    monkeypatch.setattr(head_orientation, "DenseGeneral", DrawnInItsStoredShape)
     report = orientation_report(emb=16, vocab=32, tokens=8)
     assert not report["same_seed_identical"]
     assert report["exact_inputs_identical"]  # its own kernels: the same matrix both ways

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 from snippets.devices import TooFewDevicesError
-from snippets.lowering import StepConfig, build_step, every_mode_and_variant, lower_step
+from snippets.hlo.sites import transpose_of_dot_sites
+from snippets.lowering import StepConfig, build_step, every_mode_and_variant
 from snippets.measure.barrier import pass_window, pin_diff, run_report, single_device_control
-from snippets.measure.hlo import transpose_of_dot_sites
+from snippets.measure.step_lowering import lower_step
 
 BASE = StepConfig()
 DIMS = BASE.kernel_dims

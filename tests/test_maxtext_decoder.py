@@ -26,9 +26,17 @@ MLP = {f"decoder/layers_0/mlp/{name}/kernel" for name in ("wi_0", "wi_1", "wo")}
 
 @pytest.fixture(scope="module")
 def cli_report() -> dict:
-    """``python -m snippets.maxtext_decoder --json --causal --compiled`` with the defaults (the
+    """``python -m snippets maxtext_decoder --json --causal --compiled`` with the defaults (the
     issue's config), for real: one fresh process builds MaxText's model for every test here."""
-    command = [sys.executable, "-m", "snippets.maxtext_decoder", "--json", "--causal", "--compiled"]
+    command = [
+        sys.executable,
+        "-m",
+        "snippets",
+        "maxtext_decoder",
+        "--json",
+        "--causal",
+        "--compiled",
+    ]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stderr == ""  # MaxText's and transformers' log lines are kept quiet

@@ -26,7 +26,7 @@ def gone(pid: int) -> bool:
 
 
 def test_workers_start_in_the_repository_root():
-    """Where ``python -m snippets.multihost`` finds the package without an installed copy."""
+    """Where ``python -m snippets multihost`` finds the package without an installed copy."""
     assert (ROOT / "snippets" / "__init__.py").is_file()
 
 
@@ -144,7 +144,7 @@ def workers_on_port(port: int) -> list[int]:
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads worker pids from /proc")
 def test_workers_exit_when_the_process_that_started_them_is_killed():
     port = coordinator_port()
-    command = [sys.executable, "-m", "snippets.multihost", "--port", str(port)]
+    command = [sys.executable, "-m", "snippets", "multihost", "--port", str(port)]
     parent = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from snippets.measure import barrier_check
+from snippets.hlo import check as barrier_check
 from tests import own_transformer
 
 pytestmark = pytest.mark.needs_devices(4)  # the 2x2 mesh

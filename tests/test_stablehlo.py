@@ -4,10 +4,11 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from snippets.hlo.program import read_hlo
+from snippets.hlo.sites import TransposeSite, find_sites, transpose_of_dot_sites
+from snippets.hlo.stablehlo import StableHLOProgram, read_stablehlo
 from snippets.lowering import StepConfig, build_step
-from snippets.measure.hlo import TransposeSite, find_sites, read_hlo, transpose_of_dot_sites
 from snippets.measure.maxtext_decoder import DecoderConfig, lower_decoder
-from snippets.measure.stablehlo import StableHLOProgram, read_stablehlo
 
 
 def facts(site: TransposeSite) -> tuple:

@@ -1,6 +1,6 @@
 """The HLO barrier, measured: every (shard mode x head variant) lowered and read.
 
-``python -m snippets.barrier [--json] [--optimizer none|adam] [step options]``; CPU only (the
+``python -m snippets barrier [--json] [--optimizer none|adam] [step options]``; CPU only (the
 causal control). :func:`barrier_report` lists what it prints.
 """
 
@@ -14,21 +14,19 @@ from collections.abc import Sequence
 
 import jax
 
-from snippets.devices import describe_devices, setup_devices
-from snippets.lowering import (
-    OPTIMIZERS,
-    LoweredStep,
-    StepConfig,
-    add_step_arguments,
-    build_step,
-    every_mode_and_variant,
-    lower_step,
-    step_config,
-)
-from snippets.measure import barrier_check, hlo
+from snippets.devices import setup_devices
+from snippets.hlo import check
+from snippets.hlo.collectives import collectives
+from snippets.hlo.counts import kernel_order_dots, relayouts, sharding_call_count
+from snippets.hlo.dumps import pass_order
+from snippets.hlo.gradients import kernel_relayouts
+from snippets.hlo.sites import TransposeSite, find_sites, transpose_of_dot_sites
+from snippets.hlo.stablehlo import read_stablehlo
+from snippets.lowering import OPTIMIZERS, StepConfig, build_step, every_mode_and_variant
 from snippets.measure.causal_control import causal_control
+from snippets.measure.device_report import describe_devices
 from snippets.measure.head_traffic import head_traffic
-from snippets.measure.stablehlo import read_stablehlo
+from snippets.measure.step_lowering import LoweredStep, add_step_arguments, lower_step, step_config
 from snippets.support.cli import Parser, reported
 from snippets.support.tables import print_report
 
@@ -36,19 +34,19 @@ from snippets.support.tables import print_report
 def run_report(lowered: LoweredStep) -> dict:
     """What one lowered step shows: barrier, fold sites, leftovers and collectives."""
     config = lowered.config
-    sites = [site.kind for site in hlo.transpose_of_dot_sites(lowered.hlo, config.kernel_dims)]
-    left = hlo.relayouts(lowered.compiled, config.kernel_dims)
+    sites = [site.kind for site in transpose_of_dot_sites(lowered.hlo, config.kernel_dims)]
+    left = relayouts(lowered.compiled, config.kernel_dims)
     return {
         "mode": config.mode,
         "variant": config.variant,
-        "sharding_calls": hlo.sharding_call_count(lowered.hlo),
+        "sharding_calls": sharding_call_count(lowered.hlo),
         "barrier_sites": sites.count("barrier"),
         "foldable_sites": sites.count("foldable"),
         "compiled_transposes": [r.shape for r in left if r.opcode == "transpose"],
         "relayout_copies": [r.shape for r in left if r.opcode == "copy"],
         "collectives": [
             dataclasses.asdict(c) | {"bytes_per_step": c.bytes_per_step}
-            for c in hlo.collectives(lowered.compiled)
+            for c in collectives(lowered.compiled)
         ],
         "optimizer": config.optimizer,
         **gradient_relayouts(lowered),
@@ -58,9 +56,7 @@ def run_report(lowered: LoweredStep) -> dict:
 def gradient_relayouts(lowered: LoweredStep) -> dict:
     """The compiled step's relayouts of the head kernel's gradient, from the weight-gradient dot to
     the kernel's outputs (gradient, or new value and moments); a fusion counts once."""
-    found = hlo.kernel_relayouts(
-        lowered.compiled, lowered.kernel_outputs, lowered.config.kernel_sizes
-    )
+    found = kernel_relayouts(lowered.compiled, lowered.kernel_outputs, lowered.config.kernel_sizes)
     return {
         "gradient_relayouts": len(found),
         "gradient_relayout_ops": [
@@ -79,7 +75,7 @@ def _line_diff(before: str, after: str) -> list[str]:
 def pin_diff(config: StepConfig) -> dict:
     """Lower with and without the logits out_sharding pin and diff the HLO before optimisation."""
     pinned, unpinned = (lower_step(config.replace(pin_logits=pin)).hlo for pin in (True, False))
-    calls = hlo.sharding_call_count(pinned), hlo.sharding_call_count(unpinned)
+    calls = sharding_call_count(pinned), sharding_call_count(unpinned)
     return {
         "lines": _line_diff(pinned, unpinned),
         "sharding_calls_pinned": calls[0],
@@ -101,7 +97,7 @@ def lowered_for(config: StepConfig, platforms: Sequence[str] = ("tpu", "cuda")) 
     return {
         platform: {
             "identical_to_cpu": texts[platform] == texts["cpu"],
-            "sharding_calls": hlo.sharding_call_count(texts[platform]),
+            "sharding_calls": sharding_call_count(texts[platform]),
             "diff": _line_diff(texts["cpu"], texts[platform]),
         }
         for platform in platforms
@@ -111,9 +107,9 @@ def lowered_for(config: StepConfig, platforms: Sequence[str] = ("tpu", "cuda")) 
 def single_device_control(config: StepConfig) -> dict:
     """The same step on one device: does the compiled weight-gradient dot write [emb, vocab] directly?"""
     lowered = lower_step(config.replace(devices=1, mesh="dp"))
-    dots = hlo.kernel_order_dots(lowered.compiled, config.kernel_dims)
-    left = hlo.relayouts(lowered.compiled, config.kernel_dims)
-    sites = hlo.transpose_of_dot_sites(lowered.hlo, config.kernel_dims)
+    dots = kernel_order_dots(lowered.compiled, config.kernel_dims)
+    left = relayouts(lowered.compiled, config.kernel_dims)
+    sites = transpose_of_dot_sites(lowered.hlo, config.kernel_dims)
     return {
         "mode": config.mode,
         "folded": bool(dots) and not left,
@@ -125,8 +121,8 @@ def single_device_control(config: StepConfig) -> dict:
 
 def pass_window(config: StepConfig) -> dict:
     """This backend's pass order, and the weight-gradient sites in the module the first algsimp sees."""
-    order = hlo.pass_order(lower_step(config, dump_passes=True).dumps)
-    sites = hlo.transpose_of_dot_sites(order["module_before_first_algsimp"], config.kernel_dims)
+    order = pass_order(lower_step(config, dump_passes=True).dumps)
+    sites = transpose_of_dot_sites(order["module_before_first_algsimp"], config.kernel_dims)
     return {
         **{key: value for key, value in order.items() if not key.startswith("module")},
         "sites_at_first_algsimp": [{"between": list(s.between), "kind": s.kind} for s in sites],
@@ -221,16 +217,16 @@ def output_name(path: tuple) -> str:
     )
 
 
-def find_barriers(lowered: jax.stages.Lowered) -> list[hlo.TransposeSite]:
+def find_barriers(lowered: jax.stages.Lowered) -> list[TransposeSite]:
     """Every transpose-of-dot site in any ``jax.jit(...).lower(...)``, with what stands between.
 
-    Read from the StableHLO module the lowering holds (:mod:`snippets.measure.stablehlo`, no HLO text
-    printed) by the site finder that reads HLO text files (:mod:`snippets.measure.barrier_check`).
+    Read from the StableHLO module the lowering holds (:mod:`snippets.hlo.stablehlo`, no HLO text
+    printed) by the site finder that reads HLO text files (:mod:`snippets.hlo.check`).
     A ``Sharding`` call between is a fold explicit mode blocks. ``output`` names the parameter
     the site's value reaches (:func:`output_name`); ``source`` is relative to its package.
     """
     program = read_stablehlo(lowered.compiler_ir())
-    leaves = jax.tree_util.tree_flatten_with_path(lowered.out_info)[0]
+    leaves = jax.tree.leaves_with_path(lowered.out_info)
     names = [output_name(path) for path, _ in leaves]
     files = module_files()
     return [
@@ -239,7 +235,7 @@ def find_barriers(lowered: jax.stages.Lowered) -> list[hlo.TransposeSite]:
             output=None if site.output is None else names[site.output],
             source=site.source and short_path(site.source, files),
         )
-        for site in hlo.find_sites(program)
+        for site in find_sites(program)
     ]
 
 
@@ -253,8 +249,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--hlo", nargs="+", metavar="FILE", help="check HLO text files instead")
     args = parser.parse_args(argv)
-    if args.hlo:  # the same check as find-barriers FILE ... (snippets.measure.barrier_check)
-        barrier_check.run(args.hlo, "json" if args.json else "text", args.debug)
+    if args.hlo:  # the same check as find-barriers FILE ... (snippets.hlo.check)
+        check.run(args.hlo, "json" if args.json else "text", args.debug)
         return
     with reported(args.debug):
         base = step_config(args, steps=2, optimizer=args.optimizer)

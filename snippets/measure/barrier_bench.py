@@ -1,12 +1,12 @@
 """How long :func:`snippets.measure.barrier.find_barriers` takes at a real model's scale, against the
 lowering it reads, and how long the command line takes on that model's XLA dump directory.
 
-``python -m snippets.measure.barrier_bench [--repeats N] [--emb E] [--vocab V] [--layers L] [--mode M]
+``python -m snippets barrier_bench [--repeats N] [--emb E] [--vocab V] [--layers L] [--mode M]
 [--json]`` (``nox -s bench``): by default MaxText's decoder at llama2-7b's shape (emb 4096,
 vocab 32000, 32 unrolled layers, explicit mode, 4 simulated devices). After a warm-up, each
 repeat lowers the step and runs ``find_barriers`` on it in this process, with a full garbage
 collection between them (untimed), so neither pays for the other's garbage; the dump directory,
-written once, is read by a fresh ``python -m snippets.measure.barrier_check DIR`` per repeat. Medians, minima and
+written once, is read by a fresh ``python -m snippets find-barriers DIR`` per repeat. Medians, minima and
 maxima; no time is asserted anywhere.
 """
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,8 +26,9 @@ import jax
 from snippets.devices import MESH_DEVICES, SHARD_MODES, setup_devices
 from snippets.measure.barrier import find_barriers
 from snippets.measure.maxtext_decoder import DecoderConfig, lower_decoder
-from snippets.support.cli import Parser, positive_int, reported, run_module
+from snippets.support.cli import Parser, positive_int, reported
 from snippets.support.tables import print_report
+from snippets.support.timing import spread
 
 LLAMA2_7B = DecoderConfig(emb=4096, vocab=32000, layers=32)
 """llama2-7b's width, vocabulary and depth (MaxText's ``configs/models/llama2-7b.yml``)."""
@@ -44,30 +44,26 @@ def write_dump(lowered: jax.stages.Lowered, directory: str) -> Path:
     return Path(directory)
 
 
-_CHECK_WITH_PEAK = """import runpy, sys
+_CHECK_WITH_PEAK = """import sys
+from snippets.__main__ import main
 try:
-    runpy.run_module("snippets.measure.barrier_check", run_name="__main__", alter_sys=True)
+    main(["find-barriers", *sys.argv[1:]])
 finally:
     status = open("/proc/self/status").read()
     sys.stderr.write(status[status.index("VmHWM:") :].splitlines()[0])
 """
-"""``python -m snippets.measure.barrier_check`` that writes its own peak RSS (``VmHWM``) to stderr: a
+"""``python -m snippets find-barriers`` that writes its own peak RSS (``VmHWM``) to stderr: a
 child's ``ru_maxrss`` would count this process's memory, copied into it before ``exec``."""
 
 
 def read_dump(path: Path) -> tuple[float, int, int]:
-    """Seconds, peak resident bytes and exit status of ``python -m snippets.measure.barrier_check
+    """Seconds, peak resident bytes and exit status of ``python -m snippets find-barriers
     PATH`` (a dump directory or file)."""
     command = [sys.executable, "-c", _CHECK_WITH_PEAK, "--json", str(path)]
     started = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
     return seconds, int(result.stderr.split()[-2]) * 1024, result.returncode
-
-
-def spread(values: list[float]) -> dict[str, float]:
-    """Median, minimum and maximum of ``values``."""
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
 def bench_find_barriers(config: DecoderConfig, mode: str, repeats: int) -> dict:
@@ -126,7 +122,3 @@ def main(argv: Sequence[str] | None = None) -> None:
         report = bench_find_barriers(config, args.mode, args.repeats)
     report["loadavg"] = {"before": load_before, "after": Path("/proc/loadavg").read_text().strip()}
     print_report(report, args.json)
-
-
-if __name__ == "__main__":
-    run_module(main)

@@ -1,7 +1,7 @@
 """The causal control: a ``Sharding`` call left in the module stops XLA's transpose-of-dot fold.
 
 On one device XLA:CPU's ``sharding-remover`` deletes the calls before the simplifier; the control
-turns it off, so codegen fails on them (CPU only). ``python -m snippets.causal_control [--json]``
+turns it off, so codegen fails on them (CPU only). ``python -m snippets causal_control [--json]``
 """
 
 from __future__ import annotations
@@ -13,8 +13,11 @@ from collections.abc import Sequence
 import jax
 
 from snippets.devices import setup_devices
-from snippets.lowering import StepConfig, build_step, every_mode_and_variant, read_pass_dumps
-from snippets.measure import hlo
+from snippets.hlo.counts import kernel_order_dots, relayouts, sharding_call_count
+from snippets.hlo.dumps import parse_dump_name, pass_order
+from snippets.hlo.sites import transpose_of_dot_sites
+from snippets.lowering import StepConfig, build_step, every_mode_and_variant
+from snippets.measure.step_lowering import read_pass_dumps
 from snippets.support.cli import Parser, reported
 from snippets.support.tables import markdown_table
 
@@ -69,9 +72,9 @@ def one_dump(dumps: dict[str, str], suffix: str) -> str:
 def _last_site_chain(dumps: dict[str, str], dims: tuple[int, int]) -> dict | None:
     """The dot -> ... -> transpose chain in the last per-pass dump with one (before fusion wraps
     the transpose), with its pipeline and next pass; ``None`` when no dump has one."""
-    per_pass = sorted((parsed, name) for name in dumps if (parsed := hlo.parse_dump_name(name)))
+    per_pass = sorted((parsed, name) for name in dumps if (parsed := parse_dump_name(name)))
     for (_, pipeline, _, before), name in reversed(per_pass):
-        if sites := hlo.transpose_of_dot_sites(dumps[name], dims):
+        if sites := transpose_of_dot_sites(dumps[name], dims):
             return {"pipeline": pipeline, "next_pass": before, "chain": sites[0].chain}
     return None
 
@@ -82,20 +85,20 @@ def control(config: StepConfig, remover: bool = False) -> dict:
     ``remover=False`` (the control) disables sharding-remover; ``True`` is XLA:CPU's default.
     """
     lowered = build_step(config.replace(devices=1, mesh="dp")).lower()
-    calls = hlo.sharding_call_count(lowered.compiler_ir("hlo").as_hlo_text())
+    calls = sharding_call_count(lowered.compiler_ir("hlo").as_hlo_text())
     dumps, error = compile_with_dumps(lowered, remover)
     ending = check_ending(f"{config.mode}/{config.variant}", calls, error, remover)
     final = one_dump(dumps, "after_optimizations.txt")
     stored = config.kernel_dims[::-1] if config.variant == "VE" else config.kernel_dims
-    transposes = [r for r in hlo.relayouts(final, stored) if r.opcode == "transpose"]
-    first_module = hlo.pass_order(dumps)["module_before_first_algsimp"]
+    transposes = [r for r in relayouts(final, stored) if r.opcode == "transpose"]
+    first_module = pass_order(dumps)["module_before_first_algsimp"]
     return {
         "mode": config.mode,
         "variant": config.variant,
         "sharding_remover": "on" if remover else "off",
-        "gradient_in_kernel_order": bool(hlo.kernel_order_dots(final, stored)) and not transposes,
+        "gradient_in_kernel_order": bool(kernel_order_dots(final, stored)) and not transposes,
         "gradient_transposes": len(transposes),
-        "sharding_calls_at_first_simplifier": hlo.sharding_call_count(first_module),
+        "sharding_calls_at_first_simplifier": sharding_call_count(first_module),
         "chain_at_site": _last_site_chain(dumps, config.kernel_dims),
         "ending": ending,
     }

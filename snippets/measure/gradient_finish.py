@@ -1,6 +1,6 @@
 """How the LM head's weight gradient is finished, when a TPU fuses the finish, and what it costs.
 
-Printed by ``python -m snippets.reduce_scatter --threshold`` and ``--cost-model``.
+Printed by ``python -m snippets reduce_scatter --threshold`` and ``--cost-model``.
 """
 
 from __future__ import annotations
@@ -12,14 +12,11 @@ from collections.abc import Sequence
 from pydantic import validate_call
 
 from snippets.collective_cost import FINISHES, finish_cost, predict
-from snippets.lowering import MESH_LAYOUTS, StepConfig, lower_step
-from snippets.measure.hlo import (
-    DTYPE_BYTES,
-    array_shapes,
-    collectives,
-    computations,
-    elements,
-)
+from snippets.hlo.collectives import collectives
+from snippets.hlo.program import computations
+from snippets.hlo.shapes import DTYPE_BYTES, array_shapes, elements
+from snippets.lowering import MESH_LAYOUTS, StepConfig
+from snippets.measure.step_lowering import lower_step
 from snippets.support.config import PositiveInt
 from snippets.support.sources import (
     BANDWIDTH_CASES,
@@ -99,7 +96,7 @@ def lm_head_threshold_table(
 
 
 def threshold_report() -> dict:
-    """The fusion rule and its table, as ``python -m snippets.reduce_scatter --threshold`` has them."""
+    """The fusion rule and its table, as ``python -m snippets reduce_scatter --threshold`` has them."""
     return {
         "threshold_bytes": FUSION_THRESHOLD_BYTES,
         "rule": f"fuses == (per_shard_bytes >= {FUSION_THRESHOLD_BYTES})",

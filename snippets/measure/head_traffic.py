@@ -9,14 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from snippets.lowering import (
-    LoweredStep,
-    StepConfig,
-    build_head_step,
-    every_mode_and_variant,
-    lower_built,
-)
-from snippets.measure import hlo
+from snippets.hlo.collectives import COLLECTIVES, collectives
+from snippets.hlo.gradients import gradient_path
+from snippets.lowering import StepConfig, build_head_step, every_mode_and_variant
+from snippets.measure.step_lowering import LoweredStep, lower_built
 from snippets.ring_model import ring_bytes_per_rank
 from snippets.support.sources import DESIGN_DOC_MODELS
 
@@ -27,10 +23,10 @@ def head_collectives(lowered: LoweredStep) -> dict:
     weight-gradient dot to the kernel's gradient."""
     found = [
         {"op": c.kind, "shape": c.shape, "bytes": round(c.bytes_per_step)}
-        for c in hlo.collectives(lowered.compiled)
+        for c in collectives(lowered.compiled)
     ]
-    path = hlo.gradient_path(lowered.compiled, lowered.kernel_outputs, lowered.config.kernel_sizes)
-    gradient = [f"{op.opcode} {op.shape}" for op in path if op.opcode in hlo.COLLECTIVES]
+    path = gradient_path(lowered.compiled, lowered.kernel_outputs, lowered.config.kernel_sizes)
+    gradient = [f"{op.opcode} {op.shape}" for op in path if op.opcode in COLLECTIVES]
     total = sum(c["bytes"] for c in found)
     return {"collectives": found, "bytes": total, "weight_gradient_collectives": gradient}
 

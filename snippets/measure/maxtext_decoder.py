@@ -3,9 +3,9 @@
 The model is MaxText's (the ``maxtext`` package, llama2-style decoder), built from
 its ``base.yml`` with a few overrides that make it small; the step is the gradient
 of a loss on its logits. Everything is read from the lowered and compiled programs
-with :func:`snippets.measure.barrier.find_barriers` and :mod:`snippets.measure.hlo`.
+with :func:`snippets.measure.barrier.find_barriers` and :mod:`snippets.hlo`.
 
-``python -m snippets.maxtext_decoder [--json] [--emb E] [--vocab V] [--layers L] [--scan]
+``python -m snippets maxtext_decoder [--json] [--emb E] [--vocab V] [--layers L] [--scan]
 [--mesh dp|dp_fsdp] [--causal] [--compiled]`` prints, per shard mode, the ``Sharding``
 calls and every transpose-of-dot site; ``--causal`` adds the one-device causal control
 (did the first ``algsimp`` fold each site?), ``--compiled`` the relayouts each
@@ -28,6 +28,12 @@ from typing import Any, Literal
 from pydantic import model_validator
 
 from snippets.devices import MESH_DEVICES, SHARD_MODES, pick_devices, setup_devices
+from snippets.hlo.counts import sharding_call_count
+from snippets.hlo.dumps import pass_order
+from snippets.hlo.gradients import kernel_relayouts
+from snippets.hlo.program import Instruction, instructions
+from snippets.hlo.shapes import array_shapes, layout, shape_bytes
+from snippets.hlo.sites import TransposeSite, transpose_of_dot_sites, value_source
 from snippets.lowering import MESH_LAYOUTS, mesh_shape
 from snippets.measure.barrier import find_barriers, output_name
 from snippets.measure.causal_control import (
@@ -35,19 +41,6 @@ from snippets.measure.causal_control import (
     check_ending,
     compile_with_dumps,
     one_dump,
-)
-from snippets.measure.hlo import (
-    Instruction,
-    TransposeSite,
-    array_shapes,
-    instructions,
-    kernel_relayouts,
-    layout,
-    pass_order,
-    shape_bytes,
-    sharding_call_count,
-    transpose_of_dot_sites,
-    value_source,
 )
 from snippets.support.cli import Parser, SetupError, positive_int, reported
 from snippets.support.config import Config, PositiveInt
@@ -198,7 +191,7 @@ def lower_decoder(config: DecoderConfig, mode: str, devices: int = MESH_DEVICES)
             return nnx.grad(loss)(nnx.merge(graphdef, params, rest), tokens, positions)
 
         lowered = jax.jit(step).lower(params, rest, tokens, tokens)  # positions: same type
-    leaves = jax.tree_util.tree_flatten_with_path(lowered.out_info)[0]
+    leaves = jax.tree.leaves_with_path(lowered.out_info)
     names = [output_name(path).replace(".", "/") for path, _ in leaves]  # as site_row names them
     return Decoder(mode, lowered, names, devices)
 
@@ -362,7 +355,7 @@ def short_fate(after_algsimp: str) -> str:
         return f"kept: {', '.join(between)} between" if between else "kept, nothing between"
     if after_algsimp.startswith("kept; its dot became a "):
         return "dot became a " + after_algsimp.rsplit(" ", 1)[1]
-    return after_algsimp.split(":")[0]
+    return after_algsimp.split(":", maxsplit=1)[0]
 
 
 def fold_rows(explicit: list[dict], auto: list[dict]) -> list[dict]:
@@ -406,7 +399,7 @@ def parameter_relayouts(decoder: Decoder) -> dict[str, list[dict]]:
     """Per parameter (of two or more dimensions), the relayouts its gradient passes through, compiled.
 
     Read from the weight-gradient dot (or the layer loop's result) to the step's
-    output with :func:`snippets.measure.hlo.kernel_relayouts`; each transpose or copy, a
+    output with :func:`snippets.hlo.gradients.kernel_relayouts`; each transpose or copy, a
     fusion's included, is marked ``moves_data`` (a real copy) or not (the same
     bytes relabelled, a bitcast in effect).
     """

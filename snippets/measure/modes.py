@@ -1,6 +1,6 @@
 """What each shard mode lets you write: every capability check, run on an Explicit and an Auto mesh.
 
-Run ``python -m snippets.modes [--check NAME ...] [--json]``. Each check's outcome per mode is
+Run ``python -m snippets modes [--check NAME ...] [--json]``. Each check's outcome per mode is
 ``ok`` (``ok: ...`` where the check reads something: a type, a compiled module) or the error's
 type and whole message (:func:`message`), so a JAX release that changes one shows up as a
 changed string.
@@ -31,7 +31,9 @@ from jax.sharding import AxisType, Mesh, NamedSharding, auto_axes, reshard
 from jax.sharding import PartitionSpec as P
 
 from snippets.devices import MESH_DEVICES, SHARD_MODES, setup_devices
-from snippets.measure.hlo import array_shapes, collectives, computations, elements
+from snippets.hlo.collectives import collectives
+from snippets.hlo.program import computations
+from snippets.hlo.shapes import array_shapes, elements
 from snippets.support.cli import Parser, reported
 from snippets.support.tables import print_report
 

@@ -1,6 +1,6 @@
 """Past one host: the LM-head step on a multi-process JAX cluster, compared with one process.
 
-``python -m snippets.multihost [--processes N] [--local-devices D] [--timeout S] [--json]``;
+``python -m snippets multihost [--processes N] [--local-devices D] [--timeout S] [--json]``;
 every wait has a deadline, and no worker outlives the process that started it.
 """
 
@@ -24,8 +24,9 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from snippets.devices import MESH_DEVICES, SHARD_MODES, make_mesh
-from snippets.lowering import StepConfig, build_step, lower_built
+from snippets.lowering import StepConfig, build_step
 from snippets.measure.barrier import run_report
+from snippets.measure.step_lowering import lower_built
 from snippets.support.cli import Parser, SetupError, positive_int, reported
 from snippets.support.tables import print_report
 
@@ -116,7 +117,7 @@ class Workers:
         self.workdir, self.processes = workdir, []
         for i, (process_id, processes, local_devices) in enumerate(jobs):
             command = [
-                *(sys.executable, "-m", "snippets.multihost", "--worker", str(process_id)),
+                *(sys.executable, "-m", "snippets", "multihost", "--worker", str(process_id)),
                 *("--processes", str(processes), "--local-devices", str(local_devices)),
                 *("--port", str(port), "--timeout", str(timeout)),
             ]

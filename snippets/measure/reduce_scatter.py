@@ -1,6 +1,6 @@
 """Reduce-scatter step by step: the lesson's 2x2 exchange, on N ranks, with its bytes counted twice.
 
-Run ``python -m snippets.reduce_scatter [--ranks N | --threshold | --cost-model] [--json]``.
+Run ``python -m snippets reduce_scatter [--ranks N | --threshold | --cost-model] [--json]``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from pydantic import validate_call
 
 from snippets import exchange
 from snippets.devices import SIMULATED_DEVICE_BYTES, setup_devices
+from snippets.hlo.collectives import collectives
+from snippets.hlo.counts import opcode_counts
 from snippets.measure import gradient_finish
-from snippets.measure.hlo import collectives, opcode_counts
 from snippets.support.cli import (
     Parser,
     available_memory,

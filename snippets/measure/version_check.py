@@ -1,6 +1,6 @@
 """Does the story hold on this JAX? The guides' key facts, measured on the installed release.
 
-``python -m snippets.version_check [--json]``; ``nox -s matrix`` runs it on several releases
+``python -m snippets version_check [--json]``; ``nox -s matrix`` runs it on several releases
 for the version-matrix page. A check that fails on a release records its error instead; the
 command exits 1 when the facts contradict the guides' story.
 """
@@ -74,7 +74,7 @@ class ExplicitModeFacts(TypedDict):
 
 
 class LMHeadFacts(TypedDict):
-    """:func:`lm_head_facts`: :func:`snippets.lm_head.orientation_report` less its shapes."""
+    """:func:`lm_head_facts`: :func:`snippets.measure.head_orientation.orientation_report` less its shapes."""
 
     same_seed_identical: bool
     exact_inputs_identical: bool

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -71,12 +70,6 @@ def run_module(main: Callable[[], object]) -> None:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # quiet at exit, too
         raise SystemExit(1) from None
-
-
-def run_command(module: str, caller: str) -> None:
-    """Run ``module``'s command line when ``caller`` (an entry point's ``__name__``) is ``__main__``."""
-    if caller == "__main__":
-        run_module(importlib.import_module(module).main)
 
 
 def available_memory() -> int:

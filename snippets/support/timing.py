@@ -28,10 +28,14 @@ def interleaved(
     return seconds
 
 
+def spread(values: Sequence[float]) -> dict[str, float]:
+    """Median, minimum and maximum of ``values``."""
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
 def milliseconds(seconds: Sequence[float]) -> dict[str, float]:
-    """The median, fastest and slowest of ``seconds``, in milliseconds."""
-    ms = [1e3 * s for s in seconds]
-    return {"median_ms": statistics.median(ms), "min_ms": min(ms), "max_ms": max(ms)}
+    """The :func:`spread` of ``seconds``, in milliseconds."""
+    return {f"{name}_ms": 1e3 * value for name, value in spread(seconds).items()}
 
 
 def ratio_range(seconds: Sequence[float], reference: Sequence[float]) -> tuple[float, float, float]:

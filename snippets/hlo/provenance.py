@@ -1,7 +1,7 @@
 """Whose site it is: the user's own line, the parameter whose gradient the dot makes, and what
 put the ``Sharding`` call there, as far as a module's metadata tells.
 
-No JAX import; :func:`snippets.measure.hlo.find_sites` asks these of every site.
+No JAX import; :func:`snippets.hlo.sites.find_sites` asks these of every site.
 """
 
 from __future__ import annotations
@@ -10,20 +10,19 @@ import functools
 import os
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-# hlo imports this module too: each uses the other's names only inside functions
-from snippets.measure import hlo
-
-if TYPE_CHECKING:
-    from snippets.measure.hlo import Instruction, Program
+from snippets.hlo.program import SAME_VALUE, Instruction, Program, callees, is_sharding_call
+from snippets.hlo.shapes import array_shapes
 
 LIBRARIES = re.compile(
     r"(?:^|/)(?:site-packages|dist-packages)/(?:jax|jaxlib|flax|optax|orbax|chex)/"
     r"|(?:^|/)jax/_src/|(?:^|/)snippets/(?:kernel_order_grad|vocab_parallel)\.py:"
+    r"|(?:^|/)maxtext/integration/tunix/tunix_adapter\.py:"
 )
-"""Frames that are not the user's: JAX, Flax, optax, Orbax and chex wherever installed, and this
-project's recipe helpers (a site they make belongs to the line that called them)."""
+"""Frames that are not the user's: JAX, Flax, optax, Orbax and chex wherever installed; this
+project's recipe helpers (a site they make belongs to the line that called them); and MaxText's
+tunix adapter, which, once imported, wraps ``jax.lax.with_sharding_constraint`` for the whole
+process (``maxtext/integration/tunix/tunix_adapter.py``, MaxText 0.2.5)."""
 
 
 def readable(source: str | None) -> str | None:
@@ -110,8 +109,8 @@ class Parameters:
                 if user.opcode == "dot":
                     found.append((user, index))
                     continue
-                callee = _CALLS.search(user.attributes) if user.opcode == "call" else None
-                name = program.parameter(callee[1], index) if callee else None
+                callee = callees(user) if user.opcode == "call" else None
+                name = program.parameter(callee[0], index) if callee else None
                 name = name or (user.name if _passes_on(user) else None)
                 if name is not None and name not in seen:
                     seen.add(name)
@@ -129,15 +128,12 @@ class Parameters:
         return None
 
 
-_CALLS = re.compile(r"\bto_apply=%?([\w.\-]+)")
-
-
 def _passes_on(inst: Instruction) -> bool:
     """Whether ``inst`` passes its operand on unchanged, as far as naming a parameter goes."""
-    return inst.opcode in ("copy", "bitcast", "convert", "reshape") or hlo.is_sharding_call(inst)
+    return inst.opcode in SAME_VALUE or is_sharding_call(inst)
 
 
 def _sizes(inst: Instruction) -> tuple[int, ...]:
     """An array's dimension sizes, sorted (a transposed kernel has the same)."""
-    arrays = hlo.array_shapes(inst.shape)
+    arrays = array_shapes(inst.shape)
     return tuple(sorted(arrays[0][1])) if arrays else ()

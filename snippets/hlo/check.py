@@ -1,10 +1,10 @@
 """Check a real run: the transpose-of-dot sites of XLA's modules, without JAX.
 
-``find-barriers PATH [PATH ...]`` (or ``python -m snippets.measure.barrier_check``, or
-``python -m snippets.barrier --hlo PATH ...``) reads XLA's ``before_optimizations`` dumps, a dump
+``find-barriers PATH [PATH ...]`` (or ``python -m snippets find-barriers``, or
+``python -m snippets barrier --hlo PATH ...``) reads XLA's ``before_optimizations`` dumps, a dump
 directory (every ``*.before_optimizations.txt`` in it, ``--module PATTERN`` to narrow them), or
 ``lowered.as_text(dialect="hlo")`` saved to a file. Each site is ``blocked`` (XLA's simplifier
-would fold the transpose into its dot, :mod:`snippets.measure.fold`, but a ``Sharding`` call
+would fold the transpose into its dot, :mod:`snippets.hlo.fold`, but a ``Sharding`` call
 stands between), ``foldable`` (it folds) or ``kept`` (XLA keeps the transpose either way), with
 the user's line, the parameter as far as the module names it, and the fix.
 
@@ -12,7 +12,7 @@ Exit status: 0 when no new site is blocked (``--write-baseline FILE`` accepts ev
 records); 1 when a site the baseline (``--baseline FILE``) does not accept is blocked, a fold
 XLA would make that a ``Sharding`` call prevents, whether a typed explicit result or the user's
 own constraint put the call there; 2 on bad input (one
-``error:`` line). ``--format`` chooses text, json (``site_report.SCHEMA``), github
+``error:`` line). ``--format`` chooses text, json (``report.SCHEMA``), github
 (workflow-command annotations) or sarif (SARIF 2.1.0); ``--json`` is ``--format json``.
 """
 
@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from snippets.measure import baseline, hlo, site_report
-from snippets.measure.dump_input import HOW_TO_GET_HLO, read_file, read_modules
-from snippets.support.cli import Parser, reported, run_module
+from snippets.hlo import baseline, report, sites
+from snippets.hlo.dumps import HOW_TO_GET_HLO, read_file, read_modules
+from snippets.support.cli import Parser, reported
 
 __all__ = ["HOW_TO_GET_HLO", "main", "read_file", "run"]
 FORMATS = ("text", "json", "github", "sarif")
@@ -43,22 +43,22 @@ def run(
     with reported(debug):
         modules = read_modules(paths, module)
         known = baseline.load(accepted) if accepted else None
-        found = {m: [] if m.same_as else hlo.find_sites(m.program) for m in modules}
+        found = {m: [] if m.same_as else sites.find_sites(m.program) for m in modules}
         new = baseline.new_sites(found, known)
         if write_baseline:  # what it records is accepted from now on, this run included
             baseline.write(write_baseline, found)
             new = dict.fromkeys(new, False)
     status = int(any(new.values()))
     if output == "json":
-        print(site_report.as_json(found, new, status))
+        print(report.as_json(found, new, status))
     elif output == "github":
-        if text := site_report.github(found, new):
+        if text := report.github(found, new):
             print(text)
     elif output == "sarif":
-        print(site_report.sarif(found, new))
+        print(report.sarif(found, new))
     else:  # a module without sites is listed when named as a file, or when asked
         listed = {m for m, sites in found.items() if sites or show_empty or m.path in paths}
-        print(site_report.text(found, new, listed))
+        print(report.text(found, new, listed))
     if status:
         raise SystemExit(1)
 
@@ -85,7 +85,3 @@ def main(argv: Sequence[str] | None = None) -> None:
         accepted=args.baseline,
         write_baseline=args.write_baseline,
     )
-
-
-if __name__ == "__main__":
-    run_module(main)

@@ -1,5 +1,6 @@
-"""What ``find-barriers`` reads: HLO text files, or every ``before_optimizations`` module of a dump
-directory, each checked to be the module JAX hands XLA; a ValueError names what to pass instead.
+"""XLA's dumps: what ``find-barriers`` reads (HLO text files, or every ``before_optimizations``
+module of a dump directory, each checked to be the module JAX hands XLA; a ValueError names what
+to pass instead), and the per-pass dumps' names, which say where each pass runs.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from snippets.measure import hlo
+from snippets.hlo.program import Program, read_hlo
 
 BEFORE = ".before_optimizations.txt"
 HOW_TO_GET_HLO = (
@@ -31,7 +32,7 @@ class Module:
     read before it (a step compiled twice is dumped twice), if any."""
 
     path: str
-    program: hlo.Program
+    program: Program
     same_as: str | None = None
 
     @property
@@ -50,7 +51,7 @@ def _before(path: Path) -> str:
     return str(path.with_name(name))
 
 
-def read_file(path: str) -> hlo.Program:
+def read_file(path: str) -> Program:
     """One HLO text file, read; a ValueError says what is wrong with it and what to pass."""
     return _program(path, _text(path))
 
@@ -76,7 +77,7 @@ def _text(path: str) -> str:
     return text
 
 
-def _program(path: str, text: str) -> hlo.Program:
+def _program(path: str, text: str) -> Program:
     """HLO text read as a module; a ValueError where it is not the module JAX hands XLA."""
     file = Path(path)
     if _MLIR.search(text, 0, 100_000):
@@ -86,7 +87,7 @@ def _program(path: str, text: str) -> hlo.Program:
             f"{path}: a compiled (scheduled) module, after XLA's passes; pass {_before(file)}"
         )
     try:
-        program = hlo.read_hlo(text)
+        program = read_hlo(text)
     except ValueError as error:
         raise ValueError(f"{path}: {error}; is the file cut off?") from None
     if not program.computations:
@@ -133,3 +134,61 @@ def read_modules(paths: Sequence[str], pattern: str | None = None) -> list[Modul
     return [
         dataclasses.replace(m, same_as=None if m.same_as == m.path else m.same_as) for m in modules
     ]
+
+
+_DUMP_NAME = re.compile(r"^module_\d+\.[^.]+\.(?P<index>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<after>[^.]+)\.before_(?P<before>[^.]+)\.txt$")  # fmt: skip
+
+
+def parse_dump_name(name: str) -> tuple[int, str, str, str] | None:
+    """``(index, pipeline, pass run, pass next)`` of a per-pass dump's file name, else None: the
+    file holds the module after the first pass and before the second.
+
+    >>> parse_dump_name("module_0001.jit_f.0010.simplification.after_dce.before_algsimp.txt")
+    (10, 'simplification', 'dce', 'algsimp')
+    """
+    match = _DUMP_NAME.match(name)
+    return (int(match[1]), match[2], match[3], match[4]) if match else None
+
+
+PARTITIONER_PASSES = {
+    "shardy-xla": "ShardyXLA, xla/service/spmd/shardy/shardy_xla_pass.h (CPU and GPU with Shardy)",
+    "spmd-partitioning": "SpmdPartitioner's name, xla/service/spmd/spmd_partitioner.h; XLA:CPU "
+    "(cpu_compiler.cc) and XLA:GPU (gpu_spmd_pipeline.cc) both add its subclass "
+    "StatefulRngSpmdPartitioner",
+    "xla-partitioner": "the TPU compiler's partitioner, as its dumps are quoted in MaxText's "
+    "docs/guides/optimization/shard_mode_performance.md (the TPU compiler is not open source)",
+}
+"""Pass and pipeline names that partition a module, per backend, with where each name comes from."""
+
+
+SIMPLIFIER_PASSES = {
+    "algsimp": "AlgebraicSimplifier, xla/hlo/transforms/simplifiers/algebraic_simplifier.h "
+    "(GpuAlgebraicSimplifier keeps the name; TPU dumps quote it too)",
+}
+"""Pass names of XLA's algebraic simplifier, the pass that folds ``transpose(dot)``."""
+
+
+def pass_order(dump_files: dict[str, str]) -> dict:
+    """Where the first algebraic simplifier and partitioner run (the first dump naming each, else
+    None), and the modules that simplifier received and returned, from per-pass dumps by name."""
+    dumps = sorted(
+        (parsed, text) for name, text in dump_files.items() if (parsed := parse_dump_name(name))
+    )
+    if not dumps:
+        raise ValueError("No per-pass HLO dumps found: compile with xla_dump_hlo_pass_re='.*'.")
+
+    def first(names: dict[str, str], slots: slice = slice(1, 4)) -> tuple:
+        """``(index, name, text)`` of the first dump naming one of ``names`` in ``slots``."""
+        found = ((parsed[0], name, text) for parsed, text in dumps for name in parsed[slots])
+        return next((dump for dump in found if dump[1] in names), (None, None, ""))
+
+    algsimp, _, before = first(SIMPLIFIER_PASSES)
+    partitioner, partitioner_pass, _ = first(PARTITIONER_PASSES)
+    return {
+        "first_algsimp": algsimp,
+        "first_spmd_partitioner": partitioner,
+        "partitioner_pass": partitioner_pass,
+        "partitioner_first": None if None in (algsimp, partitioner) else partitioner < algsimp,
+        "module_before_first_algsimp": before,
+        "module_after_first_algsimp": first(SIMPLIFIER_PASSES, slice(2, 3))[2],
+    }

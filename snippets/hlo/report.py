@@ -9,11 +9,11 @@ import dataclasses
 import json
 from collections.abc import Sequence
 
-from snippets.measure import fold
-from snippets.measure.baseline import key
-from snippets.measure.dump_input import Module
-from snippets.measure.hlo import TransposeSite
-from snippets.measure.provenance import readable
+from snippets.hlo import fold
+from snippets.hlo.baseline import key
+from snippets.hlo.dumps import Module
+from snippets.hlo.provenance import readable
+from snippets.hlo.sites import TransposeSite
 
 SCHEMA = "find-barriers/1"
 """The JSON output's ``schema``: its name and version, raised when a field changes meaning."""

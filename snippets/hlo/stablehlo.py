@@ -1,8 +1,8 @@
-"""A lowered program's StableHLO module read as :mod:`snippets.measure.hlo`'s records, on demand.
+"""A lowered program's StableHLO module read as :mod:`snippets.hlo`'s records, on demand.
 
 ``lowered.compiler_ir()`` is already built; printing it as HLO text costs seconds on a large
 model. :func:`read_stablehlo` instead walks the module with the MLIR Python bindings and makes
-the :class:`~snippets.measure.hlo.Instruction` records XLA's conversion to HLO would print, only for the
+the :class:`~snippets.hlo.program.Instruction` records XLA's conversion to HLO would print, only for the
 operations the site finder reaches (a few thousand of a llama2-7b step's tens of thousands):
 the same finder then reads them. No command line; :func:`snippets.measure.barrier.find_barriers` uses it.
 """
@@ -13,9 +13,10 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from jaxlib.mlir import ir
+from jax.extend.mlir import ir
 
-from snippets.measure.hlo import Instruction, Program, Value, elements
+from snippets.hlo.program import Instruction, Value
+from snippets.hlo.shapes import elements
 
 _OPCODES = {
     "stablehlo.dot_general": "dot",
@@ -63,14 +64,14 @@ class _OnDemand(Mapping):
         return len(self.known)
 
 
-class StableHLOProgram(Program):
-    """A StableHLO module as the :class:`~snippets.measure.hlo.Program` the site finder reads, laid out as
+class StableHLOProgram:
+    """A StableHLO module as the :class:`~snippets.hlo.program.Program` the site finder reads, laid out as
     XLA's conversion to HLO lays it out: several results are a tuple and one element each, a
     loop's state one tuple, a region a computation. Records are made when first asked for, and
-    hold only the attributes the readers use; ``computations`` stays empty."""
+    hold only the attributes the readers use."""
 
     def __init__(self, module: Any) -> None:
-        super().__init__({}, "main")
+        self.entry = "main"
         self.handles: dict[str, tuple] = {}  # a record's name -> what it is made from
         self.layouts: dict[str, tuple[Any, bool, bool]] = {}  # computation -> block and tuples
         self.blocks: dict[Any, str] = {}  # MLIR block -> computation
@@ -241,25 +242,30 @@ class StableHLOProgram(Program):
     def users(self, value: Value) -> list[tuple[Instruction, int]]:
         """Made from the MLIR value's uses; a loop's state is read through its init tuple."""
         if isinstance(value, tuple):  # an element of a tuple: its get-tuple-element
-            (kind, first, *_), index = self.handles.get(value[0], ("?", None)), value[1]
-            if kind == "op" and _tupled(first):
-                element = self._element(first, index)
-            elif kind == "state":
-                element = self._state_element(first, index)
-            else:
-                return []
-            return [(self.by_name[element], 0)]
+            return self._element_users(*value)
         kind, first, *rest = self.handles.get(value, ("?", None))
         if kind == "init":
             return [(self.by_name[self._name(first)], 0)]
         if kind == "op" and not _tupled(first):
-            mlir_value = first.results[0]
-        elif kind == "element":
-            mlir_value = first.results[rest[0]]
-        elif kind in ("arg", "state element"):
-            mlir_value = self.layouts[first][0].arguments[rest[0]]
-        else:
-            return []
+            return self._uses(first.results[0])
+        if kind == "element":
+            return self._uses(first.results[rest[0]])
+        if kind in ("arg", "state element"):
+            return self._uses(self.layouts[first][0].arguments[rest[0]])
+        return []
+
+    def _element_users(self, name: str, index: int) -> list[tuple[Instruction, int]]:
+        """The get-tuple-element that reads element ``index`` of tuple ``name``."""
+        kind, first, *_ = self.handles.get(name, ("?", None))
+        if kind == "op" and _tupled(first):
+            return [(self.by_name[self._element(first, index)], 0)]
+        if kind == "state":
+            return [(self.by_name[self._state_element(first, index)], 0)]
+        return []
+
+    def _uses(self, mlir_value: Any) -> list[tuple[Instruction, int]]:
+        """The records that read ``mlir_value``: a return is its block's root tuple, a loop's
+        operand its init tuple."""
         found = []
         for use in mlir_value.uses:
             user, index = use.owner.operation, use.operand_number
@@ -268,8 +274,7 @@ class StableHLOProgram(Program):
                 if self.handles[root][0] == "root":
                     found.append((self.by_name[root], index))
             elif user.name == "stablehlo.while":
-                init = self._init(user)
-                found.append((self.by_name[init], index))
+                found.append((self.by_name[self._init(user)], index))
             else:
                 found.append((self.by_name[self._name(user)], index))
         return found
@@ -360,6 +365,6 @@ _LOC_FILE = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):\d+')
 
 def read_stablehlo(module: Any) -> StableHLOProgram:
     """A StableHLO module (``lowered.compiler_ir()``) as a program for
-    :func:`snippets.measure.hlo.find_sites`, without printing or parsing text: its
+    :func:`snippets.hlo.sites.find_sites`, without printing or parsing text: its
     ``sdy.sharding_constraint`` is the HLO's ``Sharding`` call. Entry: the function ``main``."""
     return StableHLOProgram(module)

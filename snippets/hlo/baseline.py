@@ -12,9 +12,9 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from snippets.measure.dump_input import Module
-from snippets.measure.hlo import TransposeSite
-from snippets.measure.provenance import readable
+from snippets.hlo.dumps import Module
+from snippets.hlo.provenance import readable
+from snippets.hlo.sites import TransposeSite
 
 FORMAT = "find-barriers-baseline/1"
 _FLAT_INDEX = re.compile(r"^[\w.]*(\[\d+\])+$")

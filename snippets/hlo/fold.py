@@ -26,13 +26,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-# hlo imports this module too: each uses the other's names only inside functions
-from snippets.measure import hlo
-
-if TYPE_CHECKING:
-    from snippets.measure.hlo import Instruction, Program
+from snippets.hlo.program import Instruction, Program, is_sharding_call
+from snippets.hlo.shapes import array_shapes
 
 SOURCE = (
     "https://github.com/openxla/xla/blob/11c07836fbe9b0f746484d008242ddaee7e9005b/"
@@ -58,7 +54,7 @@ def dims(attributes: str, name: str) -> tuple[int, ...]:
 def _rank(program: Program, name: str) -> int | None:
     """How many dimensions the array ``name`` has; None for a tuple or an unknown value."""
     inst = program.by_name.get(name)
-    arrays = hlo.array_shapes(inst.shape) if inst else []
+    arrays = array_shapes(inst.shape) if inst else []
     return len(arrays[0][1]) if len(arrays) == 1 else None
 
 
@@ -72,9 +68,7 @@ def no_fold(
         return (
             f"{article} {changed[0]} stands between: the transpose does not read the dot's result"
         )
-    if others := [
-        op for op in chain if op.opcode == "custom-call" and not hlo.is_sharding_call(op)
-    ]:
+    if others := [op for op in chain if op.opcode == "custom-call" and not is_sharding_call(op)]:
         return f"a custom call stands between: {others[0].attributes[:60]}"
     for side, operand in zip(("lhs", "rhs"), dot.operands, strict=False):
         contracting = dims(dot.attributes, f"{side}_contracting_dims")

@@ -1,0 +1,37 @@
+"""Counts of instructions a guide reports: opcodes, ``Sharding`` calls, relayouts, kernel-order dots."""
+
+from __future__ import annotations
+
+from snippets.hlo.program import Instruction, instructions, is_sharding_call
+from snippets.hlo.shapes import array_shapes, has_dims, layout
+
+
+def opcode_counts(hlo_text: str, *opcodes: str) -> dict[str, int]:
+    """How many instructions of each named opcode the module has."""
+    found = [inst.opcode for inst in instructions(hlo_text)]
+    return {opcode: found.count(opcode) for opcode in opcodes}
+
+
+def sharding_call_count(hlo_text: str) -> int:
+    """How many ``Sharding`` custom calls the module has (zero once XLA has partitioned it)."""
+    return sum(is_sharding_call(inst) for inst in instructions(hlo_text))
+
+
+def relayouts(hlo_text: str, dims: tuple[int, ...] | None = None) -> list[Instruction]:
+    """The transposes and copies of a module; ``dims`` keeps those of that size set."""
+    return [
+        inst
+        for inst in instructions(hlo_text)
+        if inst.opcode in ("transpose", "copy") and has_dims(inst, dims)
+    ]
+
+
+def kernel_order_dots(hlo_text: str, dims: tuple[int, ...]) -> list[Instruction]:
+    """The dots that write an array of exactly ``dims`` in row-major order: a gradient in kernel order."""
+    return [
+        inst
+        for inst in instructions(hlo_text)
+        if inst.opcode == "dot"
+        and array_shapes(inst.shape)[0][1] == tuple(dims)
+        and layout(inst.shape) in (None, tuple(reversed(range(len(dims)))))
+    ]

@@ -1,0 +1,74 @@
+"""Walks back from a step's weight-gradient outputs: the relayouts and the path that make them."""
+
+from __future__ import annotations
+
+from snippets.hlo.program import Instruction, callees, computations, tuple_index
+from snippets.hlo.shapes import elements_of
+
+
+def _called(inst: Instruction, comps: dict[str, list[Instruction]]) -> list[Instruction]:
+    """The instructions of the computations ``inst`` calls, nested calls included, each once."""
+    called = [] if inst.opcode in ("while", "conditional") else callees(inst)  # not control flow
+    inside = [i for name in called for i in comps.get(name, [])]
+    return list(dict.fromkeys(deeper for i in inside for deeper in (i, *_called(i, comps))))
+
+
+def _entry(hlo_text: str, outputs: tuple[int, ...]) -> tuple[dict, dict[str, Instruction], list]:
+    """The module's computations, its entry's instructions by name, and the operands of the
+    entry's root at ``outputs``: where both walks start."""
+    comps, entry, root = computations(hlo_text)
+    by_name = {inst.name: inst for inst in comps.get(entry, [])}
+    if root not in by_name:
+        raise ValueError("No entry computation with a ROOT instruction in this HLO text.")
+    return comps, by_name, [by_name[root].operands[index] for index in outputs]
+
+
+def kernel_relayouts(
+    hlo_text: str, outputs: tuple[int, ...], kernel_elements: set[int]
+) -> dict[Instruction, list[Instruction]]:
+    """The entry's instructions between a weight-gradient dot and the root's ``outputs`` that are,
+    or contain, transposes and copies, with those; walks back through operands of a size in
+    ``kernel_elements``, so a same-shaped array on another path (an embedding table) stays out."""
+    comps, by_name, pending = _entry(hlo_text, outputs)
+    seen: set[str] = set()
+    found = {}
+    while pending:
+        inst = by_name.get(pending.pop())
+        if inst is None or inst.name in seen:
+            continue
+        seen.add(inst.name)
+        inside = _called(inst, comps)
+        computes_dot = any(i.opcode == "dot" for i in inside)
+        if computes_dot or inst.opcode in ("dot", "convolution", "parameter"):
+            continue
+        if moved := [i for i in (inst, *inside) if i.opcode in ("transpose", "copy")]:
+            found[inst] = moved
+        if inst.opcode == "get-tuple-element":
+            source = by_name.get(inst.operands[0])
+            if source is not None and len(source.operands) > tuple_index(inst):
+                seen.add(source.name)
+                pending.append(source.operands[tuple_index(inst)])
+        else:
+            pending += [o for o in inst.operands if elements_of(by_name.get(o)) in kernel_elements]
+    return found
+
+
+def gradient_path(
+    hlo_text: str, outputs: tuple[int, ...], kernel_elements: set[int]
+) -> list[Instruction]:
+    """The entry's instructions from the root's ``outputs`` back to the dots that make them,
+    through operands of a size in ``kernel_elements``; unlike :func:`kernel_relayouts` it keeps
+    every one, a fusion holding the dot and a whole tuple's collective included."""
+    comps, by_name, pending = _entry(hlo_text, outputs)
+    seen, path = set(), []
+    while pending:
+        inst = by_name.get(pending.pop())
+        if inst is None or inst.name in seen or inst.opcode in ("dot", "parameter"):
+            continue
+        seen.add(inst.name)
+        path.append(inst)
+        if inst.opcode == "get-tuple-element":
+            pending.append(inst.operands[0])
+        elif not any(i.opcode == "dot" for i in _called(inst, comps)):
+            pending += [o for o in inst.operands if elements_of(by_name.get(o)) in kernel_elements]
+    return path

@@ -1,0 +1,105 @@
+"""How many times each computation runs: ``while`` trip counts, and counts through calls."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+
+from snippets.hlo.program import SAME_VALUE, Instruction, Program, is_sharding_call, tuple_index
+
+_KNOWN_TRIPS = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
+
+
+_LOOP_PARTS = re.compile(r"\b(condition|body)=%?([\w.\-]+)")
+
+
+def loop_parts(loop: Instruction) -> dict[str, str]:
+    """A ``while``'s ``condition`` and ``body`` computations, by those words."""
+    return dict(_LOOP_PARTS.findall(loop.attributes.partition(", metadata=")[0]))
+
+
+def trip_count(loop: Instruction, program: Program) -> int | None:
+    """How many times a ``while`` runs its body: the ``known_trip_count`` XLA writes into its
+    ``backend_config``, else, as before optimisation, read from the loop: a counter that starts at
+    a constant, is compared with a constant and grows by one each step. None when neither says."""
+    if known := _KNOWN_TRIPS.search(loop.attributes):
+        return int(known[1])
+    parts = loop_parts(loop)
+    by_name, roots = program.by_name, program.roots
+    compare = by_name.get(roots.get(parts.get("condition", ""), ""))
+    state = by_name.get(loop.operands[0]) if loop.operands else None  # the loop's first state
+    step = by_name.get(roots.get(parts.get("body", ""), ""))  # the next iteration's state
+    if compare is None or compare.opcode != "compare" or state is None or step is None:
+        return None
+    direction = re.search(r"direction=(\w+)", compare.attributes)[1]
+    counter, bound = (_unwrapped(name, by_name) for name in compare.operands)
+    if _constant(counter) is not None:  # ``bound > counter`` is ``counter < bound``
+        counter, bound = bound, counter
+        direction = {"GT": "LT", "GE": "LE"}.get(direction, direction)
+    index = _counter_index(counter, by_name)
+    if index is None or index >= min(len(state.operands), len(step.operands)):
+        return None
+    start = _constant(_unwrapped(state.operands[index], by_name))
+    grow = _unwrapped(step.operands[index], by_name)
+    terms = [_unwrapped(name, by_name) for name in grow.operands] if grow else []
+    reads_counter = any(_counter_index(term, by_name) == index for term in terms)
+    stride = next((s for term in terms if (s := _constant(term)) is not None), 0)
+    limit = _constant(bound)
+    if grow is None or grow.opcode != "add" or not reads_counter or None in (start, limit):
+        return None
+    span = limit - start
+    if stride <= 0 or direction not in ("LT", "LE", "NE"):
+        return None
+    if direction == "NE":
+        return span // stride if span >= 0 and span % stride == 0 else None
+    return max(0, -(-span // stride) if direction == "LT" else span // stride + 1)
+
+
+def _unwrapped(name: str, by_name: dict[str, Instruction]) -> Instruction | None:
+    """The instruction behind ``name`` once ``Sharding`` calls, converts and copies are skipped."""
+    inst = by_name.get(name)
+    while inst and inst.operands and (is_sharding_call(inst) or inst.opcode in SAME_VALUE):
+        inst = by_name.get(inst.operands[0])
+    return inst
+
+
+def _constant(inst: Instruction | None) -> int | None:
+    """The value of an integer scalar constant, else None."""
+    if inst is None or inst.opcode != "constant" or len(inst.operands) != 1:
+        return None
+    return int(inst.operands[0]) if re.fullmatch(r"-?\d+", inst.operands[0]) else None
+
+
+def _counter_index(inst: Instruction | None, by_name: dict[str, Instruction]) -> int | None:
+    """Which element of a loop's state ``inst`` is, if it reads one from the loop's parameter."""
+    if inst is None or inst.opcode != "get-tuple-element":
+        return None
+    state = by_name.get(inst.operands[0])
+    return tuple_index(inst) if state and state.opcode == "parameter" else None
+
+
+def run_counts(program: Program, unknown: int | None = None) -> Callable[[str], int | None]:
+    """How many times a computation runs per execution of the entry: summed over the instructions
+    that call it, the caller's count, times the trip count where a loop calls it (plus one for
+    its condition; :func:`trip_count`, ``unknown`` where that is unknown: None then propagates).
+    The entry, and a computation nothing calls, run once."""
+
+    @functools.cache
+    def count(comp: str) -> int | None:
+        callers = [] if comp == program.entry else program.callers_of(comp)
+        total = 0 if callers else 1
+        for caller, inst in callers:
+            factor: int | None = 1
+            if inst.opcode == "while":
+                trips = trip_count(inst, program)
+                factor = unknown if trips is None else trips
+                if factor is not None and comp != loop_parts(inst).get("body"):
+                    factor += 1  # the condition runs once more than the body
+            runs_there = count(caller)
+            if factor is None or runs_there is None:
+                return None
+            total += runs_there * factor
+        return total
+
+    return count

@@ -1,0 +1,331 @@
+"""HLO text read as :class:`Instruction` records, and :class:`Program`, what every reader of a
+module's records asks of it; :func:`read_hlo` makes one from HLO text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from collections.abc import Mapping
+from typing import NamedTuple, Protocol
+
+_HEADER = re.compile(r"^\s*(?P<root>ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?=[(a-z])")
+
+
+_COMMENT = re.compile(r"/\*.*?\*/")  # XLA numbers long operand lists: /*index=5*/%name
+
+
+_COMPUTATION = re.compile(r"^\s*(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(?:\(.*)?\{\s*$")
+"""A computation's header: ``%name (params) -> shape {``, or ``name {`` as metadata printing writes it."""
+
+
+SAME_VALUE = frozenset({"bitcast", "copy", "reshape", "convert"})
+"""Opcodes whose result holds its operand's values, in another shape, layout or type: what the
+readers step through when they follow a value."""
+
+
+class Instruction(NamedTuple):
+    """One HLO instruction: name, result shape, opcode, operand names, attributes, ROOT or not (a
+    tuple: a module has tens of thousands, and a tuple is the cheapest record to make)."""
+
+    name: str
+    shape: str
+    opcode: str
+    operands: tuple[str, ...]
+    attributes: str
+    root: bool = False
+
+
+_FLAT_GROUP = re.compile(r"\(([^()\[\]{}]*)\)")
+
+
+def _group(text: str) -> tuple[list[str], int]:
+    """The top-level comma-separated parts of the bracketed group ``text`` opens, and its end."""
+    if simple := _FLAT_GROUP.match(text):  # no nested brackets: one regex instead of a loop
+        return simple[1].split(","), simple.end() - 1
+    parts, depth, start = [], 0, 1
+    for index, char in enumerate(text):
+        depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(char, 0)
+        if depth == 0:
+            return [*parts, text[start:index]], index
+        if depth == 1 and char == ",":
+            parts.append(text[start:index])
+            start = index + 1
+    raise ValueError(f"Unbalanced brackets in HLO line: {text[:80]!r}")
+
+
+_PLAIN = re.compile(
+    r"\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*([a-z]\w*\[[\d,]*\](?:\{[^}\s]*\})?) ([\w\-]+)"
+    r"\(([^()\[\]{}]*)\)(.*)"
+)
+"""An instruction whose result is one array and whose operands are bare names: parsed by one match."""
+
+
+def parse_instruction(line: str) -> Instruction | None:
+    """Parse one line of HLO text; ``None`` for lines that are not instructions.
+
+    >>> parse_instruction("  ROOT %t = f32[4,2]{1,0} transpose(f32[2,4]{1,0} %d), dimensions={1,0}")
+    Instruction(name='t', shape='f32[4,2]{1,0}', opcode='transpose', operands=('d',), attributes=', dimensions={1,0}', root=True)
+    >>> parse_instruction("t = (f32[], f32[]) tuple(a, /*index=1*/%b)").operands
+    ('a', 'b')
+    """
+    if plain := _PLAIN.match(line):  # most lines: one array result, operands without brackets
+        root, name, shape, opcode, operands, attributes = plain.groups()
+        if "/*" in operands:
+            operands = _COMMENT.sub("", operands)
+        names = tuple(
+            words[-1].lstrip("%") for part in operands.split(",") if (words := part.split())
+        )
+        return Instruction(name, shape, opcode, names, attributes, root is not None)
+    header = _HEADER.match(line)
+    if header is None:
+        return None
+    rest = line[header.end() :]
+    end = _group(rest)[1] + 1 if rest.startswith("(") else rest.find(" ")
+    shape, rest = rest[:end], rest[end:].lstrip()
+    opcode = rest.partition("(")[0]
+    if end < 0 or opcode == rest:
+        return None
+    parts, close = _group(rest[len(opcode) :])
+    if "/*" in rest:
+        parts = [_COMMENT.sub("", part) for part in parts]
+    operands = tuple(words[-1].lstrip("%") for part in parts if (words := part.split()))
+    attributes = rest[len(opcode) + close + 1 :]
+    return Instruction(header["name"], shape, opcode, operands, attributes, bool(header["root"]))
+
+
+def instructions(hlo_text: str) -> list[Instruction]:
+    """Every instruction in an HLO module, in text order, fused computations included."""
+    return [inst for line in hlo_text.splitlines() if (inst := parse_instruction(line))]
+
+
+_OP_NAME = re.compile(r'\bop_name="((?:[^"\\]|\\.)*)"')
+_FRAME = re.compile(r"\bstack_frame_id=(\d+)")
+_SOURCE = re.compile(r'\bsource_file="((?:[^"\\]|\\.)*)" source_line=(\d+)')
+"""Metadata a site reports: the op's name, and its source as a stack frame or as a file and line."""
+
+
+Value = str | tuple[str, int]
+"""A value in a program: an instruction's result, or element ``i`` of its tuple ``(name, i)``."""
+
+
+class Program(Protocol):
+    """What the readers of a module's records ask of it (the site finder, the fold rule, the
+    provenance): :class:`HloProgram` answers from HLO text, and
+    :class:`~snippets.hlo.stablehlo.StableHLOProgram` from a lowered module, on demand."""
+
+    entry: str
+    by_name: Mapping[str, Instruction]
+    owner: Mapping[str, str]
+    roots: Mapping[str, str]
+
+    def transposes(self) -> list[tuple[str, Instruction]]:
+        """``(computation, instruction)`` of every transpose: where the site finder starts."""
+
+    def callers_of(self, computation: str) -> list[tuple[str, Instruction]]:
+        """``(computation, instruction)`` of each instruction that calls ``computation``."""
+
+    def users(self, value: Value) -> list[tuple[Instruction, int]]:
+        """The instructions that read ``value``, each with the operand it reads it as."""
+
+    def op_name(self, inst: Instruction) -> str | None:
+        """``inst``'s ``op_name`` metadata, None where it has none."""
+
+    def stack(self, inst: Instruction) -> tuple[str, ...]:
+        """``inst``'s call stack as ``file:line``, innermost first."""
+
+    def parameter(self, computation: str, index: int) -> str | None:
+        """The name of ``computation``'s parameter ``index``."""
+
+
+def where(program: Program, inst: Instruction) -> tuple[str | None, str | None]:
+    """``inst``'s ``op_name`` and innermost ``file:line``, each None where the module has none."""
+    stack = program.stack(inst)
+    return program.op_name(inst), stack[0] if stack else None
+
+
+@dataclasses.dataclass
+class HloProgram:
+    """A :class:`Program` read from HLO text: each computation's instructions in order, the
+    entry's name, and each stack frame id's ``file:line`` chain, innermost first
+    (``debug_info``'s tables; empty without them)."""
+
+    computations: dict[str, list[Instruction]]
+    entry: str
+    stacks: dict[int, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def frames(self) -> dict[int, str]:
+        """The innermost ``file:line`` of each stack frame id."""
+        return {key: stack[0] for key, stack in self.stacks.items() if stack}
+
+    @functools.cached_property
+    def by_name(self) -> Mapping[str, Instruction]:
+        """Every instruction by name (names are unique in a module)."""
+        return {inst.name: inst for insts in self.computations.values() for inst in insts}
+
+    @functools.cached_property
+    def owner(self) -> Mapping[str, str]:
+        """The computation each instruction belongs to, by instruction name."""
+        return {inst.name: comp for comp, insts in self.computations.items() for inst in insts}
+
+    @functools.cached_property
+    def roots(self) -> Mapping[str, str]:
+        """Each computation's ROOT instruction, by computation name."""
+        return {self.owner[inst.name]: inst.name for inst in self.by_name.values() if inst.root}
+
+    def transposes(self) -> list[tuple[str, Instruction]]:
+        """``(computation, instruction)`` of every transpose: where the site finder starts."""
+        return [
+            (comp, inst)
+            for comp, insts in self.computations.items()
+            for inst in insts
+            if inst.opcode == "transpose"
+        ]
+
+    def callers_of(self, computation: str) -> list[tuple[str, Instruction]]:
+        """``(computation, instruction)`` of each instruction that calls ``computation``."""
+        return self._callers.get(computation, [])
+
+    @functools.cached_property
+    def _callers(self) -> dict[str, list[tuple[str, Instruction]]]:
+        found: dict[str, list[tuple[str, Instruction]]] = {}
+        for comp, insts in self.computations.items():
+            for inst in insts:
+                for callee in dict.fromkeys(callees(inst)):
+                    found.setdefault(callee, []).append((comp, inst))
+        return found
+
+    def users(self, value: Value) -> list[tuple[Instruction, int]]:
+        """The instructions that read ``value``, each with the operand it reads it as; a
+        ``get-tuple-element`` reads ``(tuple, index)``, not the whole tuple."""
+        return self._users.get(value, [])
+
+    @functools.cached_property
+    def _users(self) -> dict[Value, list[tuple[Instruction, int]]]:
+        found: dict[Value, list[tuple[Instruction, int]]] = {}
+        for inst in self.by_name.values():
+            for index, operand in enumerate(inst.operands):
+                value = (
+                    (operand, tuple_index(inst)) if inst.opcode == "get-tuple-element" else operand
+                )
+                found.setdefault(value, []).append((inst, index))
+        return found
+
+    def op_name(self, inst: Instruction) -> str | None:
+        """``inst``'s ``op_name`` metadata, None where it has none."""
+        found = _OP_NAME.search(inst.attributes)
+        return found and re.sub(r"\\(.)", r"\1", found[1])
+
+    def stack(self, inst: Instruction) -> tuple[str, ...]:
+        """``inst``'s call stack as ``file:line``, innermost first, from a stack frame id, or only
+        the innermost from XLA's older ``source_file``/``source_line``; ``()`` with neither."""
+        if frame := _FRAME.search(inst.attributes):
+            return self.stacks.get(int(frame[1]), ())
+        source = _SOURCE.search(inst.attributes)
+        return (f"{source[1]}:{source[2]}",) if source else ()
+
+    def parameter(self, computation: str, index: int) -> str | None:
+        """The name of ``computation``'s parameter ``index``."""
+        return self._parameters.get((computation, index))
+
+    @functools.cached_property
+    def _parameters(self) -> dict[tuple[str, int], str]:
+        return {
+            (comp, int(inst.operands[0])): inst.name
+            for comp, insts in self.computations.items()
+            for inst in insts
+            if inst.opcode == "parameter" and inst.operands and inst.operands[0].isdigit()
+        }
+
+
+_CALLEE = re.compile(r"\b(?:condition|body|to_apply|calls|true_computation|false_computation)=%?([\w.\-]+)")  # fmt: skip
+_BRANCHES = re.compile(r"\bbranch_computations=\{([^}]*)\}")
+
+
+def callees(inst: Instruction) -> list[str]:
+    """The computations ``inst`` calls, in the order its attributes name them (metadata left out)."""
+    if "=" not in inst.attributes:
+        return []
+    own = inst.attributes.partition(", metadata=")[0]
+    branches = _BRANCHES.search(own)
+    listed = [name.strip(" %") for name in branches[1].split(",")] if branches else []
+    return [*listed, *_CALLEE.findall(own)]
+
+
+_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+
+
+def read_hlo(hlo_text: str) -> HloProgram:
+    """Read HLO text once: computations, the entry, and the stack-frame tables if printed.
+
+    A line that starts an instruction but cannot be read (cut off mid-instruction) is an error
+    naming its line number. Instructions outside any computation go under the name ``""``.
+    """
+    found: dict[str, list[Instruction]] = {}
+    tables: dict[str, dict[int, str]] = {name: {} for name in _TABLES}
+    entry = current = ""
+    table = None
+    for number, line in enumerate(hlo_text.splitlines(), 1):
+        if table is not None and line[:1].isdigit():
+            key, _, value = line.partition(" ")
+            table[int(key)] = value.strip('"')
+            continue
+        table = tables.get(line.strip())
+        is_header = line.rstrip().endswith("{") and " = " not in line.partition("(")[0]
+        if is_header and (header := _COMPUTATION.match(line)):
+            current = header["name"]
+            found[current] = []
+            entry = current if header["entry"] else entry
+            continue
+        try:
+            inst = parse_instruction(line)
+        except ValueError:
+            raise ValueError(f"line {number} is not a whole instruction: {line[:60]!r}") from None
+        if inst is not None:
+            found.setdefault(current, []).append(inst)
+    return HloProgram(found, entry, _stacks(tables))
+
+
+def _stacks(tables: dict[str, dict[int, str]]) -> dict[int, tuple[str, ...]]:
+    """Each stack frame id's ``file:line`` chain, innermost first, from the tables XLA prints at
+    the top of a dump (and ``as_text(debug_info=True)``). XLA's text gives each frame's parent
+    one above its id, so frame 1, the outermost, reads ``parent_frame_id=1``; where no frame
+    names itself, the ids are taken as they stand, 0 meaning none."""
+    places = {}
+    for key, text in tables["FileLocations"].items():
+        place = dict(re.findall(r"(\w+)=(\d+)", text))
+        places[key] = f"{tables['FileNames'].get(int(place['file_name_id']), '?')}:{place['line']}"
+    frames = {
+        key: tuple(int(n) for n in re.findall(r"(?:file_location_id|parent_frame_id)=(\d+)", text))
+        for key, text in tables["StackFrames"].items()
+    }
+    shift = int(any(key == frame[-1] for key, frame in frames.items() if len(frame) == 2))
+
+    def chain(key: int) -> tuple[str, ...]:
+        found, seen = [], set()
+        while key in frames and key not in seen:
+            seen.add(key)
+            location, *parent = frames[key]
+            found.append(places.get(location, "?"))
+            key = parent[0] - shift if parent else 0
+        return tuple(found)
+
+    return {key: chain(key) for key in frames}
+
+
+def computations(hlo_text: str) -> tuple[dict[str, list[Instruction]], str, str]:
+    """Each computation's instructions by name, the entry computation's name and its root's name."""
+    program = read_hlo(hlo_text)
+    found = {name: insts for name, insts in program.computations.items() if name}
+    return found, program.entry, program.roots.get(program.entry, "") if program.entry else ""
+
+
+def is_sharding_call(inst: Instruction) -> bool:
+    """Whether ``inst`` is the ``Sharding`` custom call that sharding-in-types lowering emits."""
+    return inst.opcode == "custom-call" and 'custom_call_target="Sharding"' in inst.attributes
+
+
+def tuple_index(inst: Instruction) -> int:
+    return int(re.search(r"index=(\d+)", inst.attributes)[1])

@@ -1,0 +1,67 @@
+"""Shapes as HLO text writes them: arrays, bytes, layouts, element counts."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from snippets.hlo.program import Instruction
+
+DTYPE_BYTES = {
+    "pred": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1,
+    "bf16": 2, "f16": 2, "s16": 2, "u16": 2,
+    "f32": 4, "s32": 4, "u32": 4,
+    "f64": 8, "s64": 8, "u64": 8, "c64": 8, "c128": 16,
+}  # fmt: skip
+"""Bytes per element of the HLO element types the readers may meet."""
+
+
+ARRAY_SHAPE = re.compile(r"(?P<dtype>[a-z]\w*)\[(?P<dims>[\d,]*)\]")
+
+
+def array_shapes(shape: str) -> list[tuple[str, tuple[int, ...]]]:
+    """The (dtype, dims) of every array in a shape, tuple shapes flattened.
+
+    >>> array_shapes("(f32[2,3]{1,0}, bf16[])")
+    [('f32', (2, 3)), ('bf16', ())]
+    """
+    return [
+        (m["dtype"], tuple(int(d) for d in m["dims"].split(",") if d))
+        for m in ARRAY_SHAPE.finditer(shape)
+    ]
+
+
+def shape_bytes(shape: str) -> int:
+    """Bytes of all arrays in a shape."""
+    return sum(DTYPE_BYTES[dtype] * math.prod(dims) for dtype, dims in array_shapes(shape))
+
+
+def layout(shape: str) -> tuple[int, ...] | None:
+    """An array shape's layout: its dimensions from minor to major, ``None`` when none is printed.
+
+    >>> layout("f32[8,4]{0,1}"), layout("f32[8,4]")
+    ((0, 1), None)
+    """
+    match = re.search(r"\]\{([\d,]*)", shape)
+    return tuple(int(d) for d in match[1].split(",") if d) if match else None
+
+
+def elements(shape: str) -> int:
+    """How many elements an array shape has; -1 for a tuple.
+
+    >>> elements("f32[8,4]{1,0}"), elements("s32[]"), elements("(f32[2], f32[2])")
+    (32, 1, -1)
+    """
+    shapes = array_shapes(shape)
+    return math.prod(shapes[0][1]) if len(shapes) == 1 else -1
+
+
+def elements_of(inst: Instruction | None) -> int:
+    """How many elements ``inst``'s result has; -1 for a tuple or an unknown instruction."""
+    return elements(inst.shape) if inst else -1
+
+
+def has_dims(inst: Instruction, dims: tuple[int, ...] | None) -> bool:
+    """Whether ``inst``'s first array has exactly the sizes ``dims``, in any order (``None``: any)."""
+    shapes = array_shapes(inst.shape)
+    return bool(shapes) and (dims is None or sorted(shapes[0][1]) == sorted(dims))

@@ -1,0 +1,35 @@
+"""The devices the guides run on, as a report (``python -m snippets devices``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+
+from snippets.devices import MESH_DEVICES, setup_devices
+from snippets.support.cli import Parser, positive_int, reported
+from snippets.support.tables import print_report
+
+
+def describe_devices() -> dict[str, object]:
+    """The backend and devices JAX is using, as plain data."""
+    devices = jax.devices()
+    return {
+        "backend": jax.default_backend(),
+        "device_kind": devices[0].device_kind,
+        "devices": len(devices),
+        "simulated": devices[0].platform == "cpu",
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print which devices the guides would run on."""
+    parser = Parser(__doc__)
+    parser.add_argument(
+        "--devices", type=positive_int, default=MESH_DEVICES, help="devices to set up"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    args = parser.parse_args(argv)
+    with reported(args.debug):
+        setup_devices(args.devices)
+    print_report(describe_devices(), args.json)
