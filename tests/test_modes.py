@@ -282,10 +282,10 @@ def test_only_the_devices_description_is_normalised():
 @pytest.mark.parametrize(
     "mutation",
     [
-        lambda text: text.replace("refer to Auto axes", "refer to Explicit axes"),
-        lambda text: text.replace("reshard", "reshard_to"),  # the message's last word
-        lambda text: text + "\nSee the sharding docs.",  # a line added
-        lambda text: text.replace("ValueError", "TypeError"),
+        pytest.param(lambda t: t.replace("to Auto axes", "to Explicit axes"), id="a word"),
+        pytest.param(lambda t: t.replace("reshard", "reshard_to"), id="the last word"),
+        pytest.param(lambda t: t + "\nSee the sharding docs.", id="a line added"),
+        pytest.param(lambda t: t.replace("ValueError", "TypeError"), id="the type"),
     ],
 )
 def test_a_changed_message_fails_the_pin(mutation):

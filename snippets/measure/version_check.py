@@ -214,7 +214,7 @@ def explicit_mode_facts() -> ExplicitModeFacts:
 
 def lm_head_facts() -> LMHeadFacts:
     """Both kernel orientations: same seed, same matrix; outputs equal up to rounding."""
-    from snippets.lm_head import orientation_report
+    from snippets.measure.head_orientation import orientation_report
 
     return _picked(LMHeadFacts, orientation_report())
 
