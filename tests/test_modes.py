@@ -2,6 +2,8 @@
 
 import json
 import re
+import subprocess
+import sys
 
 import jax
 import numpy as np
@@ -10,105 +12,226 @@ from jax.sharding import AxisType
 
 from snippets.measure import modes
 
-GATHER = (
-    "ShardingTypeError: Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for "
-    "the gather indexing as out sharding could not be resolved unambiguously (or would require "
-    "collectives on inputs). Got operand=ShapedArray({operand}), indices=ShapedArray({indices})"
-)
-AMBIGUOUS = (
-    "ShardingTypeError: Contracting dimensions are sharded and it is ambiguous how the output "
-    "should be sharded. Please specify the output sharding via the `out_sharding` parameter. "
-    "Got lhs_contracting_spec=('{axis}',) and rhs_contracting_spec=('{axis}',)"
-)
-NO_AUTO_OUT_SHARDING = (
-    "ValueError: PartitionSpec passed to dot_general cannot contain axis names that are of type "
-    "Auto or Manual. Got PartitionSpec: {spec} with axis name: {axis} of type: AxisType.Auto."
-)
-NOT_ON_AUTO = (
-    "ValueError: {kind} axes can only refer to mesh axes that is of type `Explicit`. Got "
-    "{kind_lower} axes: frozenset({{'{axis}'}}) and mesh: {mesh}"
-)
 CPU = "device_kind=cpu, num_cores=None, platform=cpu"
-ASSERT = (
-    "AssertionError: `with_sharding_constraint` acts as an assert when all axes of mesh are of "
-    "type `Explicit`. The array sharding: P('x', None) did not match the sharding provided: "
-    "P(None, 'x'). Please use `jax.sharding.reshard` to shard your input to the sharding you want."
-)
-AUTO_AXES_ONLY = (
-    "ValueError: The spec of NamedSharding passed to with_sharding_constraint can only refer to "
-    "Auto axes of the mesh. Got spec=P(None, 'x') and mesh=AbstractMesh('x': 4, "
-    f"axis_types=(Explicit,), {CPU}). You probably meant to use `reshard` API?"
-)
-NO_UNCONSTRAINED = (
-    "ValueError: P(UNCONSTRAINED, None) cannot contain `P.UNCONSTRAINED` when no mesh axis_types "
-    "are `Auto`. Got mesh axis_types: (Explicit,)"
-)
-ILLEGAL = "ShardingTypeError: {op} operation with inputs: {inputs} produces an illegally sharded result: {result}"
-KEYWORD_NOT_RESHARDED = (
-    f"ValueError: For primitive dot_general, context mesh AbstractMesh('x': 4, axis_types=(Auto,), "
-    f"{CPU}) should match the aval mesh AbstractMesh('x': 4, axis_types=(Explicit,), {CPU}) for "
-    "shape float32[8@x,8]."
-)
-GATHER_EMBEDDING = GATHER.format(operand="float32[64@model,16]", indices="int32[8@data,4,1]")
-GATHER_LOGITS = GATHER.format(operand="float32[8@data,4,64@model]", indices="int32[8@data,4,1,1]")
-DATA_OUT_SHARDING = NO_AUTO_OUT_SHARDING.format(spec="P('data', None, None)", axis="data")
 AUTO_X = f"AbstractMesh('x': 4, axis_types=(Auto,), {CPU})"
 
 PINNED = {
-    "make_mesh_default": ("ok: the default", "ok: needs axis_types=(AxisType.Auto,)"),
-    "typed_sharding": ("ok: float32[8@x,8]", "ok: float32[8,8]"),
-    "constraint_mismatch": (ASSERT, "ok: laid out as P(None, 'x')"),
-    "constraint_match": ("ok: StableHLO unchanged", "ok: adds 1 sharding_constraint"),
-    "constraint_without_set_mesh": (AUTO_AXES_ONLY, "ok: laid out as P(None, 'x')"),
-    "unconstrained": (NO_UNCONSTRAINED, "ok: laid out as P('x', None)"),
+    "make_mesh_default": (
+        "ok: the default",
+        "ok: needs axis_types=(AxisType.Auto,)",
+    ),
+    "mesh_default": (
+        "ok: needs axis_types=(AxisType.Explicit,)",
+        "ok: the default",
+    ),
+    "typed_sharding": (
+        "ok: float32[8@x,8]",
+        "ok: float32[8,8]",
+    ),
+    "constraint_mismatch": (
+        "AssertionError: `with_sharding_constraint` acts as an assert when all axes of mesh are of type `Explicit`. The array sharding: P('x', None) did not match the sharding provided: P(None, 'x'). Please use `jax.sharding.reshard` to shard your input to the sharding you want.",
+        "ok: laid out as P(None, 'x')",
+    ),
+    "constraint_match": (
+        "ok: StableHLO unchanged",
+        "ok: adds 1 sharding_constraint",
+    ),
+    "constraint_without_set_mesh": (
+        f"ValueError: The spec of NamedSharding passed to with_sharding_constraint can only refer to Auto axes of the mesh. Got spec=P(None, 'x') and mesh=AbstractMesh('x': 4, axis_types=(Explicit,), {CPU}). You probably meant to use `reshard` API?",
+        "ok: laid out as P(None, 'x')",
+    ),
+    "unconstrained": (
+        "ValueError: P(UNCONSTRAINED, None) cannot contain `P.UNCONSTRAINED` when no mesh axis_types are `Auto`. Got mesh axis_types: (Explicit,)",
+        "ok: laid out as P('x', None)",
+    ),
     "unreduced": (
         "ok: float32[2,8]{U:x}",
-        NOT_ON_AUTO.format(kind="Unreduced", kind_lower="unreduced", axis="x", mesh=AUTO_X),
+        f"ValueError: Unreduced axes can only refer to mesh axes that is of type `Explicit`. Got unreduced axes: frozenset({{'x'}}) and mesh: AbstractMesh('x': 4, axis_types=(Auto,), {CPU})",
     ),
     "reduced": (
         "ok: float32[1,8]{R:x}",
-        NOT_ON_AUTO.format(
-            kind="Reduced", kind_lower="reduced", axis="x", mesh="Mesh('x': 4, axis_types=(Auto,))"
-        ),
+        "ValueError: Reduced axes can only refer to mesh axes that is of type `Explicit`. Got reduced axes: frozenset({'x'}) and mesh: Mesh('x': 4, axis_types=(Auto,))",
     ),
     "doubly_sharded_einsum": (
-        ILLEGAL.format(
-            op="dot_general", inputs="f32[2,8@x,8], f32[2,8@x,8]", result="f32[2,8@x,8@x]"
-        ),
+        "ShardingTypeError: dot_general operation with inputs: f32[2,8@x,8], f32[2,8@x,8] produces an illegally sharded result: f32[2,8@x,8@x]",
         "ok: float32[2,8,8]",
     ),
-    "sharded_contraction": (AMBIGUOUS.format(axis="x"), "ok: float32[8,8]"),
+    "sharded_contraction": (
+        "ShardingTypeError: Contracting dimensions are sharded and it is ambiguous how the output should be sharded. Please specify the output sharding via the `out_sharding` parameter. Got lhs_contracting_spec=('x',) and rhs_contracting_spec=('x',)",
+        "ok: float32[8,8]",
+    ),
     "out_sharding": (
         "ok: float32[8@x,8]",
-        NO_AUTO_OUT_SHARDING.format(spec="P('x', None)", axis="x"),
+        "ValueError: PartitionSpec passed to dot_general cannot contain axis names that are of type Auto or Manual. Got PartitionSpec: P('x', None) with axis name: x of type: AxisType.Auto. This error occurs at source:",
     ),
     "mismatched_layout": (
-        ILLEGAL.format(op="add", inputs="f32[8@x,8], f32[8,8@x]", result="f32[8@x,8@x]"),
+        "ShardingTypeError: add operation with inputs: f32[8@x,8], f32[8,8@x] produces an illegally sharded result: f32[8@x,8@x]",
         "ok: compiles with all-to-all",
     ),
     "pinned_intermediate": (
         "ok: 2,147,483,648 dot FLOPs per device",
         "ok: 1,073,741,824 dot FLOPs per device",
     ),
-    "shard_map_check_vma": ("ok", "ok"),
-    "mixed_mesh": ("ok: float32[8@x,8]", "ok: float32[8,8]"),
+    "shard_map_check_vma": (
+        "ok",
+        "ok",
+    ),
+    "mixed_mesh": (
+        "ok: float32[8@x,8]",
+        "ok: float32[8,8]",
+    ),
     "mixed_mesh_unreduced": (
         "ok: sums to 16",
-        NOT_ON_AUTO.format(
-            kind="Unreduced",
-            kind_lower="unreduced",
-            axis="y",
-            mesh=f"AbstractMesh('x': 2, 'y': 2, axis_types=(Explicit, Auto), {CPU})",
-        ),
+        f"ValueError: Unreduced axes can only refer to mesh axes that is of type `Explicit`. Got unreduced axes: frozenset({{'y'}}) and mesh: AbstractMesh('x': 2, 'y': 2, axis_types=(Explicit, Auto), {CPU})",
     ),
-    "auto_axes_keyword": (KEYWORD_NOT_RESHARDED, "ok: float32[8,8]"),
-    "model_as_written": (GATHER_EMBEDDING, "ok"),
-    "model_plus_embed_fix": (AMBIGUOUS.format(axis="model"), "ok"),
-    "model_plus_down_fix": (GATHER_LOGITS, DATA_OUT_SHARDING),
-    "model_plus_loss_fix": ("ok", DATA_OUT_SHARDING),
+    "auto_axes_keyword": (
+        f"ValueError: For primitive dot_general, context mesh AbstractMesh('x': 4, axis_types=(Auto,), {CPU}) should match the aval mesh AbstractMesh('x': 4, axis_types=(Explicit,), {CPU}) for shape float32[8@x,8]. This error occurs at source:",
+        "ok: float32[8,8]",
+    ),
+    "model_as_written": (
+        "ShardingTypeError: Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather indexing as out sharding could not be resolved unambiguously (or would require collectives on inputs). Got operand=ShapedArray(float32[64@model,16]), indices=ShapedArray(int32[8@data,4,1])",
+        "ok",
+    ),
+    "model_plus_embed_fix": (
+        "ShardingTypeError: Contracting dimensions are sharded and it is ambiguous how the output should be sharded. Please specify the output sharding via the `out_sharding` parameter. Got lhs_contracting_spec=('model',) and rhs_contracting_spec=('model',)",
+        "ok",
+    ),
+    "model_plus_down_fix": (
+        "ShardingTypeError: Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather indexing as out sharding could not be resolved unambiguously (or would require collectives on inputs). Got operand=ShapedArray(float32[8@data,4,64@model]), indices=ShapedArray(int32[8@data,4,1,1])",
+        "ValueError: PartitionSpec passed to dot_general cannot contain axis names that are of type Auto or Manual. Got PartitionSpec: P('data', None, None) with axis name: data of type: AxisType.Auto. This error occurs at source:  <source> (Linear.__call__)",
+    ),
+    "model_plus_loss_fix": (
+        "ok",
+        "ValueError: PartitionSpec passed to dot_general cannot contain axis names that are of type Auto or Manual. Got PartitionSpec: P('data', None, None) with axis name: data of type: AxisType.Auto. This error occurs at source:  <source> (Linear.__call__)",
+    ),
+    "index_column": (
+        "ok: float32[8@x]",
+        "ok: float32[8]",
+    ),
+    "gather_rows": (
+        "ShardingTypeError: Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather indexing as out sharding could not be resolved unambiguously (or would require collectives on inputs). Got operand=ShapedArray(float32[8@x,8]), indices=ShapedArray(int32[8@x,1])",
+        "ok: float32[8,8]",
+    ),
+    "gather_rows_out_sharding": (
+        "ok: float32[8@x,8]",
+        "ValueError: PartitionSpec passed to .get cannot contain axis names that are of type Auto or Manual. Got PartitionSpec: P('x', None) with axis name: x of type: AxisType.Auto. This error occurs at source:  <source> (gather_rows_out_sharding.<locals>.<lambda>)",
+    ),
+    "scatter_set": (
+        "ok: float32[8@x,8]",
+        "ok: float32[8,8]",
+    ),
+    "scatter_add": (
+        "ShardingTypeError: Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec for the scatter update as out sharding could not be resolved unambiguously (or would require collectives on inputs). Got operand=ShapedArray(float32[8@x,8]), indices=ShapedArray(int32[8@x,1]), updates=ShapedArray(float32[8@x,8])",
+        "ok: float32[8,8]",
+    ),
+    "scatter_add_out_sharding": (
+        "ok: float32[8@x,8]",
+        "ValueError: PartitionSpec passed to .add cannot contain axis names that are of type Auto or Manual. Got PartitionSpec: P('x', None) with axis name: x of type: AxisType.Auto. This error occurs at source:  <source> (scatter_add_out_sharding.<locals>.<lambda>)",
+    ),
+    "repeat": (
+        "ValueError: Please pass sharding to `jnp.repeat` via `out_sharding` parameter.",
+        "ok: float32[16,8]",
+    ),
+    "repeat_out_sharding": (
+        "ok: float32[16@x,8]",
+        "ValueError: PartitionSpec passed to repeat cannot contain axis names that are of type Auto or Manual. Got PartitionSpec: P('x', None) with axis name: x of type: AxisType.Auto. This error occurs at source:  <source> (repeat_out_sharding.<locals>.<lambda>)",
+    ),
+    "map_batch_size": (
+        "ok: float32[5,8@x]",
+        "ok: float32[5,8]",
+    ),
+    "shard_map_some_axes": (
+        "ok: float32[4@x,5]",
+        "ok: float32[4,5]",
+    ),
+    "shard_map_closure": (
+        "NotImplementedError: Closing over inputs to shard_map where the input is sharded on `Explicit` axes is not implemented. As a workaround, please pass those inputs as an argument to shard_map. Got input with shape f32[8]({Explicit: ('x',)})",
+        "ok: float32[8,8]",
+    ),
+    "shard_map_closure_as_argument": (
+        "ok: float32[8@x,8]",
+        "ok: float32[8,8]",
+    ),
+    "auto_axes_in_shard_map": (
+        "NotImplementedError: Going from `Manual` AxisType to `Auto` or `Explicit` AxisType is not allowed. Please file a bug at https://github.com/jax-ml/jax/issues with your use case",
+        "NotImplementedError: Going from `Manual` AxisType to `Auto` or `Explicit` AxisType is not allowed. Please file a bug at https://github.com/jax-ml/jax/issues with your use case",
+    ),
+    "auto_axes_named_axes": (
+        "ok: float32[4@x]",
+        "ok: float32[4]",
+    ),
+    "cond_branch_shardings": (
+        "TypeError: cond branches must have equal output types but they differ.\n\ntrue_fun is <lambda> at <source>\nfalse_fun is <lambda> at <source>\n\nThe output of true_fun has type float32[8@x,8] but the corresponding output of false_fun has type float32[8,8@x].\n\nRevise true_fun and/or false_fun so that all output types match.",
+        "ok: float32[8,8]",
+    ),
+    "cond_branch_reshard": (
+        "ok: float32[8@x,8]",
+        "ValueError: PartitionSpec passed to reshard cannot contain axis names that are of type Auto or Manual. Got PartitionSpec: P('x', None) with axis name: x of type: AxisType.Auto. This error occurs at source:  <source> (cond_branch_reshard.<locals>.<lambda>)",
+    ),
+    "switch_mixed_operands": (
+        "ok: float32[4@x]",
+        "ok: float32[4]",
+    ),
+    "auto_axes_scan_grad": (
+        "ok: 6.0",
+        "ok: 6.0",
+    ),
+    "auto_axes_closure_scan_grad": (
+        f"ValueError: For primitive mul, context mesh AbstractMesh('x': 4, axis_types=(Auto,), {CPU}) should match the aval mesh AbstractMesh('x': 4, axis_types=(Explicit,), {CPU}) for shape float32[8@x]. This error occurs at source:",
+        "ok: float32[8]",
+    ),
+    "auto_axes_positional_scan_grad": (
+        "ok: float32[8@x]",
+        "ok: float32[8]",
+    ),
+    "reshape_split_dim": (
+        "ok: float32[2@x,4,1]",
+        "ok: float32[2,4,1]",
+    ),
+    "reshape_merge_split_dim": (
+        "ShardingTypeError: This reshape is not supported. Please specify the sharding of the output via the `out_sharding` argument of jax.lax.reshape. Got operand type: float32[8,8@x], new sizes: (64,)",
+        "ok: float32[64]",
+    ),
+    "reshape_out_sharding": (
+        "ok: float32[64@x]",
+        "ValueError: PartitionSpec passed to reshape cannot contain axis names that are of type Auto or Manual. Got PartitionSpec: P('x',) with axis name: x of type: AxisType.Auto. This error occurs at source:  <source> (reshape_out_sharding.<locals>.<lambda>)",
+    ),
+    "size_one_axis_concat": (
+        "ok: float32[1@data,4@tensor,128]",
+        "ok: float32[1,4,128]",
+    ),
+    "size_one_axis_out_sharding": (
+        "ok: float32[1@data,4@tensor,128]",
+        "ValueError: PartitionSpec passed to reshape cannot contain axis names that are of type Auto or Manual. Got PartitionSpec: P('data', 'tensor', None) with axis name: data of type: AxisType.Auto. This error occurs at source:  <source> (size_one_axis_out_sharding.<locals>.<lambda>)",
+    ),
+    "custom_partitioning_mesh": (
+        "ok: the callback sees [(Auto,)]",
+        "ok: the callback sees [(Auto,)]",
+    ),
+    "custom_partitioning_runs": (
+        "JaxRuntimeError: NOT_FOUND: No registered implementation for untyped custom call to Sharding for Host",
+        "ok: float32[8,8]",
+    ),
+    "random_out_sharding": (
+        "ok: float32[8@x,8]",
+        "ValueError: PartitionSpec passed to normal cannot contain axis names that are of type Auto or Manual. Got PartitionSpec: P('x', None) with axis name: x of type: AxisType.Auto. This error occurs at source:  <source> (random_out_sharding)",
+    ),
+    "random_out_shardings": (
+        "ok: laid out as P('x', None)",
+        "ok: laid out as P('x', None)",
+    ),
+    "no_sharding_rule": (
+        "NotImplementedError: Explicit sharding inference for ragged_dot_general is not currently implemented. Please specify out_sharding.",
+        "ok: float32[8,3]",
+    ),
+    "auto_axes_escape_hatch": (
+        "ok: float32[8@x,3]",
+        "ok: float32[8,3]",
+    ),
 }
-"""Per check, its whole outcome under (explicit, auto) on JAX 0.12.0.1, as this machine's CPU
-devices give it; :func:`normalised` drops the devices' description (see there)."""
+"""Per check, its whole outcome under (explicit, auto) on JAX 0.12.0.1, every line of its message,
+as this machine's CPU devices give it. :func:`modes.message` has already replaced source
+locations (``<source>``) and addresses; :func:`normalised` drops the devices' description."""
 
 DEVICES = re.compile(r", device_kind=[^,()]*, num_cores=\w+, platform=\w+")
 """An abstract mesh's description of its devices: the only part of an outcome that depends on
@@ -153,17 +276,62 @@ def test_only_the_devices_description_is_normalised():
     tpu = AUTO_X.replace(CPU, "device_kind=TPU v5 lite, num_cores=1, platform=tpu")
     assert normalised(tpu) == normalised(AUTO_X) != AUTO_X
     assert normalised(AUTO_X.replace("'x': 4", "'x': 8")) != normalised(AUTO_X)
-    assert normalised(ASSERT) == ASSERT
+    assert normalised(PINNED["constraint_mismatch"][0]) == PINNED["constraint_mismatch"][0]
 
 
-def test_an_outcome_is_ok_what_was_read_or_the_first_error_line():
+@pytest.mark.parametrize(
+    "mutation",
+    [
+        pytest.param(lambda t: t.replace("to Auto axes", "to Explicit axes"), id="a word"),
+        pytest.param(lambda t: t.replace("reshard", "reshard_to"), id="the last word"),
+        pytest.param(lambda t: t + "\nSee the sharding docs.", id="a line added"),
+        pytest.param(lambda t: t.replace("ValueError", "TypeError"), id="the type"),
+    ],
+)
+def test_a_changed_message_fails_the_pin(mutation):
+    """Any change outside the devices' description fails: the pins are whole messages."""
+    pinned = PINNED["constraint_without_set_mesh"][0]
+    assert normalised(mutation(pinned)) != normalised(pinned)
+
+
+def test_an_outcome_is_ok_what_was_read_or_the_whole_error():
     def raises(axis_type):
-        raise ValueError(f"{axis_type.name} refused. This error occurs at source: /x.py:1\nmore")
+        where = "This error occurs at source:  /x/y.py:12:3 (f)"
+        raise ValueError(f"{axis_type.name} refused at 0x7f3a2c. {where}\n\nmore\nlines")
 
     assert modes.outcome(lambda axis_type: None, AxisType.Explicit) == "ok"
     assert modes.outcome(lambda axis_type: axis_type.name, AxisType.Auto) == "ok: Auto"
-    assert modes.outcome(raises, AxisType.Auto) == "ValueError: Auto refused."
-    assert modes.first_line(KeyError()) == "KeyError"
+    assert modes.outcome(raises, AxisType.Auto) == (
+        "ValueError: Auto refused at 0x.... This error occurs at source:  <source> (f)"
+        "\n\nmore\nlines"
+    )
+    assert modes.message(KeyError()) == "KeyError"
+
+
+def test_an_aborted_interpreter_is_an_outcome():
+    """The closure program of jax-ml/jax#29162 aborted Python with a failed XLA check."""
+    code = "import os, sys; sys.stderr.write('F0602 10:01:02.345678 77 x.cc:9] Check failed\\n'); os.abort()"
+    result = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True
+    )
+    assert modes.aborted(result.returncode, result.stderr) == (
+        "Aborted: signal SIGABRT: x.cc:9] Check failed"
+    )
+    assert modes.aborted(3, "Traceback ...\nSystemExit: /a/b.py:4 failed") == (
+        "Aborted: exit 3: SystemExit: <source> failed"
+    )
+
+
+def test_the_closure_check_runs_in_a_fresh_interpreter():
+    assert modes.ISOLATED == {"shard_map_closure"} <= set(modes.CAPABILITY_CHECKS)
+
+
+def test_every_tracked_check_names_an_issue_and_its_state():
+    assert set(modes.TRACKER) <= set(modes.CAPABILITY_CHECKS)
+    for url, state, looked in modes.TRACKER.values():
+        assert re.fullmatch(r"https://github.com/jax-ml/jax/(issues|pull)/\d+", url)
+        assert state in {"open", "closed"}
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d", looked)
 
 
 @pytest.mark.needs_devices(4)

@@ -2,20 +2,30 @@
 
 Run ``python -m snippets modes [--check NAME ...] [--json]``. Each check's outcome per mode is
 ``ok`` (``ok: ...`` where the check reads something: a type, a compiled module) or the error's
-type and first line, so a JAX release that changes one shows up as a changed string.
+type and whole message (:func:`message`), so a JAX release that changes one shows up as a
+changed string.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 import math
+import os
 import re
+import signal
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import nnx
+from jax.experimental.custom_partitioning import custom_partitioning
 from jax.lax import with_sharding_constraint
 from jax.sharding import AxisType, Mesh, NamedSharding, auto_axes, reshard
 from jax.sharding import PartitionSpec as P
@@ -38,14 +48,23 @@ def mesh_of(
     return jax.make_mesh(tuple(shape), tuple(names), axis_types=(axis_type,) * len(shape))
 
 
-def first_line(error: BaseException) -> str:
-    """The error's type and the first line of its message, without the source path JAX appends.
+SOURCE = re.compile(r"(?:/[^\s:()]+)+\.py:\d+(?::\d+)?")
+"""A Python source location, ``/path/file.py:LINE[:COLUMN]``: JAX names the caller's line."""
+ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b")
+"""A memory address, as a ``repr`` prints it."""
 
-    >>> first_line(ValueError("bad spec. This error occurs at source: /a/b.py:3\\nmore"))
-    'ValueError: bad spec.'
+
+def message(error: BaseException) -> str:
+    """The error's type and whole message, with source locations and addresses normalised.
+
+    Only two things change where the message does not: where the calling code sits
+    (``<source>``) and memory addresses (``0x...``).
+
+    >>> message(ValueError("bad spec. This error occurs at source:  /a/b.py:3:7 (f)\\nmore"))
+    'ValueError: bad spec. This error occurs at source:  <source> (f)\\nmore'
     """
-    message = (str(error).strip().splitlines() or [""])[0].split(" This error occurs at source")[0]
-    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+    text = ADDRESS.sub("0x...", SOURCE.sub("<source>", str(error).strip()))
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def outcome(check: Check, axis_type: AxisType) -> str:
@@ -53,8 +72,42 @@ def outcome(check: Check, axis_type: AxisType) -> str:
     try:
         seen = check(axis_type)
     except Exception as error:  # noqa: BLE001 (every error is an outcome to record)
-        return first_line(error)
+        return message(error)
     return "ok" if seen is None else f"ok: {seen}"
+
+
+_ROOT = Path(__file__).resolve().parents[2]  # holds the snippets package, for a fresh interpreter
+GLOG_PREFIX = re.compile(r"^[FEWI]\d{4} [\d:.]+\s+\d+ ", re.MULTILINE)
+"""A C++ log line's severity, date, time and thread id (XLA logs a failed check this way)."""
+
+
+def isolated_outcome(name: str, axis_type: AxisType) -> str:
+    """:func:`outcome` of check ``name`` in a fresh interpreter, so that a program aborting it
+    (as jax-ml/jax#29162's did) ends only that one; then the outcome is :func:`aborted`'s."""
+    code = (
+        "import json, sys; from snippets.measure import modes; modes.setup_devices(); "
+        "check, axis_type = modes.CAPABILITY_CHECKS[sys.argv[1]], modes.AxisType[sys.argv[2]]; "
+        "print(json.dumps(modes.outcome(check, axis_type)))"
+    )
+    paths = [str(_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = os.environ | {"PYTHONPATH": os.pathsep.join(paths)}
+    command = [sys.executable, "-c", code, name, axis_type.name]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if result.returncode == 0:
+        return json.loads(result.stdout.splitlines()[-1])
+    return aborted(result.returncode, result.stderr)
+
+
+def aborted(returncode: int, stderr: str) -> str:
+    """The outcome of an interpreter that ended without one: how it ended and its last log line,
+    without a C++ log line's date, time and thread id.
+
+    >>> aborted(-6, "F1201 22:30:11.527553    6585 hlo_sharding.cc:1004] Check failed\\n")
+    'Aborted: signal SIGABRT: hlo_sharding.cc:1004] Check failed'
+    """
+    ended = f"signal {signal.Signals(-returncode).name}" if returncode < 0 else f"exit {returncode}"
+    last = GLOG_PREFIX.sub("", (stderr.strip().splitlines() or [""])[-1])
+    return f"Aborted: {ended}: {SOURCE.sub('<source>', last)}"
 
 
 def dot_flops(hlo_text: str) -> int:
@@ -78,6 +131,14 @@ def dot_flops(hlo_text: str) -> int:
 def make_mesh_default(axis_type: AxisType) -> str:
     """What ``jax.make_mesh`` gives without ``axis_types``."""
     default = jax.make_mesh((4,), ("x",)).axis_types
+    if default == (axis_type,):
+        return "the default"
+    return f"needs axis_types=({axis_type},)"
+
+
+def mesh_default(axis_type: AxisType) -> str:
+    """What ``jax.sharding.Mesh(devices, names)`` gives without ``axis_types`` (MaxText's call)."""
+    default = Mesh(np.array(jax.devices()[:MESH_DEVICES]), ("x",)).axis_types
     if default == (axis_type,):
         return "the default"
     return f"needs axis_types=({axis_type},)"
@@ -256,6 +317,310 @@ def auto_axes_keyword(axis_type: AxisType) -> str:
         return str(jax.typeof(f(x, x)))
 
 
+# The cases new explicit-mode users report most (TRACKER links each), and their fixes.
+
+
+def _rows_and_indices() -> tuple[jax.Array, jax.Array]:
+    """An (8, 8) array and 8 row indices, both split over ``x``; under ``jax.set_mesh``."""
+    x = jax.device_put(jnp.ones((8, 8)), P("x", None))
+    return x, jax.device_put(jnp.arange(8) % 3, P("x"))
+
+
+def index_column(axis_type: AxisType) -> str:
+    """``x[:, 1]`` on an array split over its rows."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        x = jax.device_put(jnp.ones((8, 8)), P("x", None))
+        return str(jax.typeof(jax.jit(lambda a: a[:, 1])(x)))
+
+
+def gather_rows(axis_type: AxisType) -> str:
+    """``x[i]``: rows picked by indices split like them."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        x, i = _rows_and_indices()
+        return str(jax.typeof(jax.jit(lambda a, i: a[i])(x, i)))
+
+
+def gather_rows_out_sharding(axis_type: AxisType) -> str:
+    """The fix: ``x.at[i].get(out_sharding=)``."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        x, i = _rows_and_indices()
+        f = jax.jit(lambda a, i: a.at[i].get(out_sharding=P("x", None)))
+        return str(jax.typeof(f(x, i)))
+
+
+def scatter_set(axis_type: AxisType) -> str:
+    """``x.at[:, 1].set(0)`` on an array split over its rows."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        x = jax.device_put(jnp.ones((8, 8)), P("x", None))
+        return str(jax.typeof(jax.jit(lambda a: a.at[:, 1].set(0.0))(x)))
+
+
+def scatter_add(axis_type: AxisType) -> str:
+    """``x.at[i].add(x)``: rows added at indices split like them."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        x, i = _rows_and_indices()
+        return str(jax.typeof(jax.jit(lambda a, i: a.at[i].add(a))(x, i)))
+
+
+def scatter_add_out_sharding(axis_type: AxisType) -> str:
+    """The fix: ``x.at[i].add(x, out_sharding=)``."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        x, i = _rows_and_indices()
+        f = jax.jit(lambda a, i: a.at[i].add(a, out_sharding=P("x", None)))
+        return str(jax.typeof(f(x, i)))
+
+
+def repeat(axis_type: AxisType) -> str:
+    """``jnp.repeat`` along a split dimension."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        x = jax.device_put(jnp.ones((8, 8)), P("x", None))
+        return str(jax.typeof(jax.jit(lambda a: jnp.repeat(a, 2, axis=0))(x)))
+
+
+def repeat_out_sharding(axis_type: AxisType) -> str:
+    """The fix: ``jnp.repeat(..., out_sharding=)``."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        x = jax.device_put(jnp.ones((8, 8)), P("x", None))
+        f = jax.jit(lambda a: jnp.repeat(a, 2, axis=0, out_sharding=P("x", None)))
+        return str(jax.typeof(f(x)))
+
+
+def map_batch_size(axis_type: AxisType) -> str:
+    """``lax.map(..., batch_size=2)`` over 5 items split on their second dimension."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        x = jax.device_put(jnp.ones((5, 8, 4)), P(None, "x", None))
+        w = jnp.arange(4.0)
+        return str(jax.typeof(jax.lax.map(lambda a: jnp.sum(w * a, -1), x, batch_size=2)))
+
+
+def shard_map_some_axes(axis_type: AxisType) -> str:
+    """``shard_map`` over ``x`` of an (x, y) mesh, a ``lax.map`` inside (jax-ml/jax#31799)."""
+    with jax.set_mesh(mesh_of(axis_type, (2, 2), ("x", "y"))):
+        x = jax.device_put(jnp.ones((4, 5, 4)), P("x", None, None))
+        w = jnp.arange(4.0)
+        body = functools.partial(jax.lax.map, lambda a: a @ w)
+        f = jax.shard_map(body, in_specs=P("x"), out_specs=P("x"), axis_names={"x"})
+        return str(jax.typeof(jax.jit(f)(x)))
+
+
+def shard_map_closure(axis_type: AxisType) -> str:
+    """A ``shard_map`` body closing over an array placed on the mesh (run isolated)."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        w = jax.device_put(jnp.arange(8.0), P())
+        x = jax.device_put(jnp.ones((8, 8)), P("x", None))
+        f = jax.shard_map(lambda a: a * w, in_specs=P("x"), out_specs=P("x"))
+        return str(jax.typeof(jax.jit(f)(x)))
+
+
+def shard_map_closure_as_argument(axis_type: AxisType) -> str:
+    """The fix: pass that array as an argument, with its own ``in_specs``."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        w = jax.device_put(jnp.arange(8.0), P())
+        x = jax.device_put(jnp.ones((8, 8)), P("x", None))
+        f = jax.shard_map(lambda a, w: a * w, in_specs=(P("x"), P()), out_specs=P("x"))
+        return str(jax.typeof(jax.jit(f)(x, w)))
+
+
+def _pick_first(a: jax.Array) -> jax.Array:
+    """A gather: the op JAX would have ``auto_axes`` take over."""
+    return a[jnp.array([0, 0]), jnp.array([1, 1])]
+
+
+def auto_axes_in_shard_map(axis_type: AxisType) -> str:
+    """``auto_axes`` without ``axes=`` inside a ``shard_map`` over ``x`` of an (x, y) mesh."""
+    with jax.set_mesh(mesh_of(axis_type, (2, 2), ("x", "y"))):
+        x = jax.device_put(jnp.ones((8, 8)), P("x", None))
+        pick = auto_axes(_pick_first, out_sharding=P())
+        f = jax.shard_map(pick, in_specs=P("x"), out_specs=P("x"), axis_names={"x"})
+        return str(jax.typeof(jax.jit(f)(x)))
+
+
+def auto_axes_named_axes(axis_type: AxisType) -> str:
+    """The fix: name the axes ``auto_axes`` takes over, ``axes="y"``."""
+    with jax.set_mesh(mesh_of(axis_type, (2, 2), ("x", "y"))):
+        x = jax.device_put(jnp.ones((8, 8)), P("x", None))
+        pick = auto_axes(_pick_first, axes="y", out_sharding=P())
+        f = jax.shard_map(pick, in_specs=P("x"), out_specs=P("x"), axis_names={"x"})
+        return str(jax.typeof(jax.jit(f)(x)))
+
+
+def cond_branch_shardings(axis_type: AxisType) -> str:
+    """``lax.cond`` whose branches return the array and its transpose."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        x = jax.device_put(jnp.ones((8, 8)), P("x", None))
+        f = jax.jit(lambda p, a: jax.lax.cond(p, lambda a: a, lambda a: a.T, a))
+        return str(jax.typeof(f(True, x)))
+
+
+def cond_branch_reshard(axis_type: AxisType) -> str:
+    """The fix: ``reshard`` the odd branch's result to the other's layout."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        x = jax.device_put(jnp.ones((8, 8)), P("x", None))
+        transposed = lambda a: reshard(a.T, P("x", None))
+        f = jax.jit(lambda p, a: jax.lax.cond(p, lambda a: a, transposed, a))
+        return str(jax.typeof(f(True, x)))
+
+
+def switch_mixed_operands(axis_type: AxisType) -> str:
+    """``vmap`` of ``lax.switch`` over split indices, a replicated operand beside them."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        index = jax.device_put(jnp.array([0, 1, 2, 1]), P("x"))
+        branches = [lambda pair: pair[0] + pair[1]] * 3
+
+        def one(value, i):
+            return jax.lax.switch(i, branches, (value, i))
+
+        f = jax.jit(jax.vmap(one, in_axes=(None, 0)))
+        return str(jax.typeof(f(jnp.ones(()), index)))
+
+
+def auto_axes_scan_grad(axis_type: AxisType) -> str:
+    """jax-ml/jax#33029's program: ``auto_axes`` inside ``scan`` under ``grad``."""
+    with jax.set_mesh(mesh_of(axis_type)):
+
+        def f(params, x):
+            model = auto_axes(lambda x: params * x, out_sharding=P())
+            return jax.lax.scan(lambda c, _: (model(c), ()), x, length=3)[0]
+
+        return str(jax.jit(jax.grad(f))(1.0, 2.0))
+
+
+def auto_axes_closure_scan_grad(axis_type: AxisType) -> str:
+    """The same with split parameters, closed over by the ``auto_axes`` function."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        p = jax.device_put(jnp.ones((8,)), P("x"))
+
+        def f(params, x):
+            model = auto_axes(lambda x: params * x, out_sharding=P("x"))
+            return jax.lax.scan(lambda c, _: (model(c), ()), x, length=3)[0].sum()
+
+        return str(jax.typeof(jax.jit(jax.grad(f))(p, p)))
+
+
+def auto_axes_positional_scan_grad(axis_type: AxisType) -> str:
+    """The fix: pass the parameters to the ``auto_axes`` function as an argument."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        p = jax.device_put(jnp.ones((8,)), P("x"))
+        model = auto_axes(lambda params, x: params * x, out_sharding=P("x"))
+
+        def f(params, x):
+            return jax.lax.scan(lambda c, _: (model(params, c), ()), x, length=3)[0].sum()
+
+        return str(jax.typeof(jax.jit(jax.grad(f))(p, p)))
+
+
+def reshape_split_dim(axis_type: AxisType) -> str:
+    """Reshape ``(8, 1)`` split over ``x`` of an (x, y) mesh to ``(2, 4, 1)`` (jax-ml/jax#29859)."""
+    with jax.set_mesh(mesh_of(axis_type, (2, 2), ("x", "y"))):
+        a = jax.device_put(jnp.ones((8, 1)), P("x"))
+        return str(jax.typeof(jax.jit(lambda a: a.reshape(2, 4, 1))(a)))
+
+
+def reshape_merge_split_dim(axis_type: AxisType) -> str:
+    """Reshape ``(8, 8)`` split on its columns to ``(64,)``."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        a = jax.device_put(jnp.ones((8, 8)), P(None, "x"))
+        return str(jax.typeof(jax.jit(lambda a: a.reshape(64))(a)))
+
+
+def reshape_out_sharding(axis_type: AxisType) -> str:
+    """The fix: ``jnp.reshape(..., out_sharding=)``."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        a = jax.device_put(jnp.ones((8, 8)), P(None, "x"))
+        f = jax.jit(lambda a: jnp.reshape(a, (64,), out_sharding=P("x")))
+        return str(jax.typeof(f(a)))
+
+
+def size_one_axis_concat(axis_type: AxisType) -> str:
+    """jax-ml/jax#39309 on a (data=1, tensor=4) mesh: reshape, then concatenate."""
+    with jax.set_mesh(mesh_of(axis_type, (1, 4), ("data", "tensor"))):
+        x = jax.device_put(jnp.ones((1, 512)), P("data", "tensor"))
+        y = jax.jit(lambda x: x.reshape(-1, 4, 128))(x)
+        heads = jax.device_put(y, P("data", "tensor", None))
+        return str(jax.typeof(jnp.concatenate((heads, y[..., :0]), axis=-1)))
+
+
+def size_one_axis_out_sharding(axis_type: AxisType) -> str:
+    """The fix: give the reshape the layout, ``out_sharding=``."""
+    with jax.set_mesh(mesh_of(axis_type, (1, 4), ("data", "tensor"))):
+        x = jax.device_put(jnp.ones((1, 512)), P("data", "tensor"))
+        spec = P("data", "tensor", None)
+        y = jax.jit(lambda x: jnp.reshape(x, (-1, 4, 128), out_sharding=spec))(x)
+        heads = jax.device_put(y, spec)
+        return str(jax.typeof(jnp.concatenate((heads, y[..., :0]), axis=-1)))
+
+
+def _double_per_shard() -> tuple[Callable, list]:
+    """A ``custom_partitioning`` doubling, and the list its partition callback appends its
+    mesh's axis types to."""
+    seen = []
+
+    @custom_partitioning
+    def double(x):
+        return x * 2
+
+    def partition(mesh, arg_shapes, result_shape):
+        seen.append(mesh.axis_types)
+        return mesh, lambda x: x * 2, result_shape.sharding, (arg_shapes[0].sharding,)
+
+    double.def_partition(partition=partition, sharding_rule="i j -> i j")
+    return double, seen
+
+
+def custom_partitioning_mesh(axis_type: AxisType) -> str:
+    """The axis types a ``custom_partitioning`` callback is given (compiling's outcome is the
+    next check's)."""
+    double, seen = _double_per_shard()
+    with jax.set_mesh(mesh_of(axis_type)):
+        x = jax.device_put(jnp.ones((8, 8)), P("x", None))
+        with contextlib.suppress(Exception):
+            jax.jit(double).lower(x).compile()
+        return f"the callback sees {sorted(set(seen))}"
+
+
+def custom_partitioning_runs(axis_type: AxisType) -> str:
+    """A ``custom_partitioning`` function, compiled and run."""
+    double, _ = _double_per_shard()
+    with jax.set_mesh(mesh_of(axis_type)):
+        x = jax.device_put(jnp.ones((8, 8)), P("x", None))
+        return str(jax.typeof(jax.jit(double)(x)))
+
+
+def random_out_sharding(axis_type: AxisType) -> str:
+    """``jax.random.normal(..., out_sharding=)``."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        key = jax.random.key(0)
+        return str(jax.typeof(jax.random.normal(key, (8, 8), out_sharding=P("x", None))))
+
+
+def random_out_shardings(axis_type: AxisType) -> str:
+    """The fix on an auto mesh: the layout as ``jax.jit(..., out_shardings=)``."""
+    mesh = mesh_of(axis_type)
+    with jax.set_mesh(mesh):
+        normal = functools.partial(jax.random.normal, shape=(8, 8))
+        f = jax.jit(normal, out_shardings=NamedSharding(mesh, P("x", None)))
+        return f"laid out as {f(jax.random.key(0)).sharding.spec}"
+
+
+def _ragged_inputs() -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``lax.ragged_dot``'s operands: rows split over ``x``, 2 groups of 4 rows."""
+    x = jax.device_put(jnp.ones((8, 4)), P("x", None))
+    return x, jnp.ones((2, 4, 3)), jnp.array([4, 4], jnp.int32)
+
+
+def no_sharding_rule(axis_type: AxisType) -> str:
+    """``lax.ragged_dot``, whose primitive has no sharding rule."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        return str(jax.typeof(jax.jit(jax.lax.ragged_dot)(*_ragged_inputs())))
+
+
+def auto_axes_escape_hatch(axis_type: AxisType) -> str:
+    """The fix: run it in ``auto_axes``, saying only the result's layout."""
+    with jax.set_mesh(mesh_of(axis_type)):
+        ragged_dot = auto_axes(jax.lax.ragged_dot, out_sharding=P("x", None))
+        return str(jax.typeof(jax.jit(ragged_dot)(*_ragged_inputs())))
+
+
 # Switching a small Flax model from auto to explicit: its errors, in order.
 
 FIXES = ("embed", "down", "loss")
@@ -339,6 +704,7 @@ MODEL_CHECKS = {
 
 CAPABILITY_CHECKS: dict[str, Check] = {
     "make_mesh_default": make_mesh_default,
+    "mesh_default": mesh_default,
     "typed_sharding": typed_sharding,
     "constraint_mismatch": constraint_mismatch,
     "constraint_match": constraint_match,
@@ -356,8 +722,66 @@ CAPABILITY_CHECKS: dict[str, Check] = {
     "mixed_mesh_unreduced": mixed_mesh_unreduced,
     "auto_axes_keyword": auto_axes_keyword,
     **MODEL_CHECKS,
+    "index_column": index_column,
+    "gather_rows": gather_rows,
+    "gather_rows_out_sharding": gather_rows_out_sharding,
+    "scatter_set": scatter_set,
+    "scatter_add": scatter_add,
+    "scatter_add_out_sharding": scatter_add_out_sharding,
+    "repeat": repeat,
+    "repeat_out_sharding": repeat_out_sharding,
+    "map_batch_size": map_batch_size,
+    "shard_map_some_axes": shard_map_some_axes,
+    "shard_map_closure": shard_map_closure,
+    "shard_map_closure_as_argument": shard_map_closure_as_argument,
+    "auto_axes_in_shard_map": auto_axes_in_shard_map,
+    "auto_axes_named_axes": auto_axes_named_axes,
+    "cond_branch_shardings": cond_branch_shardings,
+    "cond_branch_reshard": cond_branch_reshard,
+    "switch_mixed_operands": switch_mixed_operands,
+    "auto_axes_scan_grad": auto_axes_scan_grad,
+    "auto_axes_closure_scan_grad": auto_axes_closure_scan_grad,
+    "auto_axes_positional_scan_grad": auto_axes_positional_scan_grad,
+    "reshape_split_dim": reshape_split_dim,
+    "reshape_merge_split_dim": reshape_merge_split_dim,
+    "reshape_out_sharding": reshape_out_sharding,
+    "size_one_axis_concat": size_one_axis_concat,
+    "size_one_axis_out_sharding": size_one_axis_out_sharding,
+    "custom_partitioning_mesh": custom_partitioning_mesh,
+    "custom_partitioning_runs": custom_partitioning_runs,
+    "random_out_sharding": random_out_sharding,
+    "random_out_shardings": random_out_shardings,
+    "no_sharding_rule": no_sharding_rule,
+    "auto_axes_escape_hatch": auto_axes_escape_hatch,
 }
 """Every check by the name the report, the tests and the version matrix use."""
+
+
+ISOLATED = frozenset({"shard_map_closure"})
+"""Checks :func:`report` runs in a fresh interpreter: jax-ml/jax#29162's form aborted it."""
+
+TRACKER: dict[str, tuple[str, str, str]] = {
+    check: (f"https://github.com/jax-ml/jax/{kind}/{number}", state, "2026-12-01")
+    for kind, number, state, checks in [
+        ("issues", 28542, "closed", ["index_column"]),
+        ("issues", 28538, "closed", ["repeat"]),
+        ("issues", 29195, "closed", ["map_batch_size"]),
+        ("issues", 31799, "closed", ["shard_map_some_axes"]),
+        ("issues", 29162, "open", ["shard_map_closure"]),
+        ("pull", 30001, "closed", ["auto_axes_in_shard_map"]),
+        ("issues", 29637, "closed", ["switch_mixed_operands", "cond_branch_shardings"]),
+        ("issues", 33029, "closed", ["auto_axes_scan_grad", "auto_axes_closure_scan_grad"]),
+        ("issues", 29859, "closed", ["reshape_split_dim"]),
+        ("issues", 39309, "closed", ["size_one_axis_concat"]),
+        ("issues", 34811, "open", ["custom_partitioning_mesh", "custom_partitioning_runs"]),
+        ("issues", 30095, "closed", ["random_out_sharding"]),
+        ("issues", 28111, "open", ["scatter_add"]),
+        ("issues", 33226, "open", ["auto_axes_keyword"]),
+    ]
+    for check in checks
+}
+"""Per check, the jax-ml/jax issue or pull request it reproduces: (address, state, date looked),
+the state as the search index showed it that day. jax-ml/jax#33787 (scatter-add) was not in it."""
 
 
 def report(names: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
@@ -366,7 +790,12 @@ def report(names: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
         CAPABILITY_CHECKS if names is None else {name: CAPABILITY_CHECKS[name] for name in names}
     )
     return {
-        name: {mode: outcome(check, axis_type) for mode, axis_type in SHARD_MODES.items()}
+        name: {
+            mode: isolated_outcome(name, axis_type)
+            if name in ISOLATED
+            else outcome(check, axis_type)
+            for mode, axis_type in SHARD_MODES.items()
+        }
         for name, check in chosen.items()
     }
 

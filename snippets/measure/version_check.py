@@ -13,7 +13,7 @@ import platform
 import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypedDict
+from typing import TypedDict, TypeVar
 
 from snippets.support.cli import Parser, reported
 from snippets.support.tables import print_report
@@ -153,7 +153,10 @@ class FailedRelease(TypedDict):
     error: str
 
 
-def _picked[R](kind: type[R], source: Mapping) -> R:
+R = TypeVar("R")  # not def _picked[R]: the matrix runs JAX 0.10.2 on Python 3.11
+
+
+def _picked(kind: type[R], source: Mapping) -> R:  # noqa: UP047
     """The record ``kind`` made of ``source``'s entries of the same names, in its order."""
     return kind(**{key: source[key] for key in kind.__annotations__})
 
@@ -211,7 +214,7 @@ def explicit_mode_facts() -> ExplicitModeFacts:
 
 def lm_head_facts() -> LMHeadFacts:
     """Both kernel orientations: same seed, same matrix; outputs equal up to rounding."""
-    from snippets.lm_head import orientation_report
+    from snippets.measure.head_orientation import orientation_report
 
     return _picked(LMHeadFacts, orientation_report())
 
