@@ -105,7 +105,9 @@ class DenseGeneral(nnx.Module):
         self.bias: nnx.Param | None
         if use_bias:
             bias = jnp.zeros(self.out_features, param_dtype)
-            self.bias = nnx.Param(bias, out_sharding=kernel_axes[n_in:] or None, eager_sharding=False)
+            self.bias = nnx.Param(
+                bias, out_sharding=kernel_axes[n_in:] or None, eager_sharding=False
+            )
         else:
             self.bias = nnx.data(None)  # as Flax's LinearGeneral: no bias, nothing built
 
