@@ -251,7 +251,7 @@ def matrix(session: nox.Session, jax: str, flax: str) -> None:
     command = [str(python), "-m", "snippets", "version_check", "--json"]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     last_line = (result.stderr.strip().splitlines() or ["no output"])[-1]
-    if result.returncode in (0, 1):  # 1: recorded, but the story does not hold there
+    if result.returncode in (0, 1) and result.stdout.strip():  # 1: the story does not hold
         record_release(json.loads(result.stdout))
     else:  # a release that cannot run the checks gets a row saying why
         record_release({"versions": {"python": session.python, "jax": jax}, "error": last_line})
