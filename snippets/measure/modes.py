@@ -609,7 +609,7 @@ def _ragged_inputs() -> tuple[jax.Array, jax.Array, jax.Array]:
 
 
 def no_sharding_rule(axis_type: AxisType) -> str:
-    """``lax.ragged_dot``, whose primitive has no sharding rule."""
+    """``lax.ragged_dot`` without ``out_sharding``: its sharding rule cannot infer the result's."""
     with jax.set_mesh(mesh_of(axis_type)):
         return str(jax.typeof(jax.jit(jax.lax.ragged_dot)(*_ragged_inputs())))
 
@@ -769,7 +769,7 @@ TRACKER: dict[str, tuple[str, str, str]] = {
         ("issues", 31799, "closed", ["shard_map_some_axes"]),
         ("issues", 29162, "open", ["shard_map_closure"]),
         ("pull", 30001, "closed", ["auto_axes_in_shard_map"]),
-        ("issues", 29637, "closed", ["switch_mixed_operands", "cond_branch_shardings"]),
+        ("issues", 29637, "closed", ["switch_mixed_operands"]),
         ("issues", 33029, "closed", ["auto_axes_scan_grad", "auto_axes_closure_scan_grad"]),
         ("issues", 29859, "closed", ["reshape_split_dim"]),
         ("issues", 39309, "closed", ["size_one_axis_concat"]),
@@ -780,7 +780,7 @@ TRACKER: dict[str, tuple[str, str, str]] = {
     ]
     for check in checks
 }
-"""Per check, the jax-ml/jax issue or pull request it reproduces: (address, state, date looked),
+"""Per check, the jax-ml/jax issue or pull request it is about: (address, state, date looked),
 the state as the search index showed it that day. jax-ml/jax#33787 (scatter-add) was not in it."""
 
 
