@@ -247,7 +247,7 @@ def matrix(session: nox.Session, jax: str, flax: str) -> None:
         session.install("--no-deps", maxtext)
         session.install(*release, *requirements, *project_pins("numpy"))
     python = Path(session.virtualenv.location) / "bin" / "python"
-    session.log(f"{python} -m snippets.version_check --json")
+    session.log(f"{python} -m snippets version_check --json")
     command = [str(python), "-m", "snippets", "version_check", "--json"]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     last_line = (result.stderr.strip().splitlines() or ["no output"])[-1]
