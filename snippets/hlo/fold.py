@@ -24,10 +24,9 @@ were gone, and says which one fails.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
-from snippets.hlo.program import Instruction, Program, is_sharding_call
+from snippets.hlo.program import Instruction, Program, attribute_dims, is_sharding_call
 from snippets.hlo.shapes import array_shapes
 
 SOURCE = (
@@ -39,16 +38,6 @@ SOURCE = (
 _REMOVED = {"copy", "bitcast", "get-tuple-element", "tuple"}
 """Ops between that change nothing XLA's simplifier looks at (a copy before layout assignment,
 a tuple element it forwards)."""
-
-
-def dims(attributes: str, name: str) -> tuple[int, ...]:
-    """The integers of ``name={...}`` in an instruction's attributes; ``()`` where absent.
-
-    >>> dims(", lhs_batch_dims={0,1}, lhs_contracting_dims={3}", "lhs_batch_dims")
-    (0, 1)
-    """
-    found = re.search(rf"\b{name}=\{{([\d,]*)\}}", attributes)
-    return tuple(int(d) for d in found[1].split(",") if d) if found else ()
 
 
 def _rank(program: Program, name: str) -> int | None:
@@ -71,13 +60,13 @@ def no_fold(
     if others := [op for op in chain if op.opcode == "custom-call" and not is_sharding_call(op)]:
         return f"a custom call stands between: {others[0].attributes[:60]}"
     for side, operand in zip(("lhs", "rhs"), dot.operands, strict=False):
-        contracting = dims(dot.attributes, f"{side}_contracting_dims")
-        batch = dims(dot.attributes, f"{side}_batch_dims")
+        contracting = attribute_dims(dot.attributes, f"{side}_contracting_dims")
+        batch = attribute_dims(dot.attributes, f"{side}_batch_dims")
         rank = _rank(program, operand)
         free = None if rank is None else rank - len(contracting) - len(batch)
         if free is not None and free != 1:
             return f"the dot's {side} has {free} non-contracting dimensions, not one"
-    order = dims(transpose.attributes, "dimensions")
+    order = attribute_dims(transpose.attributes, "dimensions")
     swap = (*range(len(order) - 2), len(order) - 1, len(order) - 2)
     if order != swap:
         shown = ",".join(map(str, order))

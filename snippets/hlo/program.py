@@ -327,5 +327,15 @@ def is_sharding_call(inst: Instruction) -> bool:
     return inst.opcode == "custom-call" and 'custom_call_target="Sharding"' in inst.attributes
 
 
+def attribute_dims(attributes: str, name: str) -> tuple[int, ...]:
+    """The integers of ``name={...}`` in an instruction's attributes; ``()`` where absent.
+
+    >>> attribute_dims(", lhs_batch_dims={0,1}, lhs_contracting_dims={3}", "lhs_batch_dims")
+    (0, 1)
+    """
+    found = re.search(rf"\b{name}=\{{([\d,]*)\}}", attributes)
+    return tuple(int(d) for d in found[1].split(",") if d) if found else ()
+
+
 def tuple_index(inst: Instruction) -> int:
     return int(re.search(r"index=(\d+)", inst.attributes)[1])

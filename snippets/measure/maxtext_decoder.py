@@ -31,7 +31,7 @@ from snippets.devices import MESH_DEVICES, SHARD_MODES, pick_devices, setup_devi
 from snippets.hlo.counts import sharding_call_count
 from snippets.hlo.dumps import pass_order
 from snippets.hlo.gradients import kernel_relayouts
-from snippets.hlo.program import Instruction, instructions
+from snippets.hlo.program import Instruction, attribute_dims, instructions
 from snippets.hlo.shapes import array_shapes, layout, shape_bytes
 from snippets.hlo.sites import TransposeSite, transpose_of_dot_sites, value_source
 from snippets.lowering import MESH_LAYOUTS, mesh_shape
@@ -389,8 +389,7 @@ def moves_data(inst: Instruction, operand: Instruction) -> bool:
     if result is None or source is None:
         return True
     if inst.opcode == "transpose":
-        order = re.search(r"dimensions=\{([\d,]*)\}", inst.attributes)[1]
-        permutation = [int(d) for d in order.split(",")]
+        permutation = attribute_dims(inst.attributes, "dimensions")
         result = [permutation[d] for d in result]
     return result != source
 

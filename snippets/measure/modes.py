@@ -32,7 +32,7 @@ from jax.sharding import PartitionSpec as P
 
 from snippets.devices import MESH_DEVICES, SHARD_MODES, setup_devices
 from snippets.hlo.collectives import collectives
-from snippets.hlo.program import computations
+from snippets.hlo.program import attribute_dims, computations
 from snippets.hlo.shapes import array_shapes, elements
 from snippets.support.cli import Parser, reported
 from snippets.support.tables import print_report
@@ -119,8 +119,8 @@ def dot_flops(hlo_text: str) -> int:
             if inst.opcode != "dot":
                 continue
             lhs = array_shapes(shapes[inst.operands[0]])[0][1]
-            dims = re.search(r"lhs_contracting_dims=\{([\d,]*)\}", inst.attributes)[1]
-            contracted = math.prod(lhs[int(d)] for d in dims.split(",") if d)
+            dims = attribute_dims(inst.attributes, "lhs_contracting_dims")
+            contracted = math.prod(lhs[d] for d in dims)
             total += 2 * elements(inst.shape) * contracted
     return total
 
