@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 
 from snippets.hlo.program import SAME_VALUE, Instruction, Program, callees, is_sharding_call
-from snippets.hlo.shapes import array_shapes
+from snippets.hlo.shapes import has_dims
 
 LIBRARIES = re.compile(
     r"(?:^|/)(?:site-packages|dist-packages)/(?:jax|jaxlib|flax|optax|orbax|chex)/"
@@ -118,12 +118,13 @@ class Parameters:
         return found
 
     def of(self, dot: Instruction, sizes: tuple[int, ...]) -> str | None:
-        """The parameter whose gradient ``dot`` makes (its sizes ``sizes``), else None."""
+        """The parameter whose gradient ``dot`` makes (of sizes ``sizes`` in any order: a
+        transposed kernel has the same), else None."""
         for operand in dot.operands[:2]:
             activation = self.origin(operand)
             for forward, index in self.readers(activation) if activation else []:
                 weight = self.origin(forward.operands[1 - index]) if forward is not dot else None
-                if weight is not None and weight.opcode == "parameter" and _sizes(weight) == sizes:
+                if weight is not None and weight.opcode == "parameter" and has_dims(weight, sizes):
                     return self.program.op_name(weight) or weight.name
         return None
 
@@ -131,9 +132,3 @@ class Parameters:
 def _passes_on(inst: Instruction) -> bool:
     """Whether ``inst`` passes its operand on unchanged, as far as naming a parameter goes."""
     return inst.opcode in SAME_VALUE or is_sharding_call(inst)
-
-
-def _sizes(inst: Instruction) -> tuple[int, ...]:
-    """An array's dimension sizes, sorted (a transposed kernel has the same)."""
-    arrays = array_shapes(inst.shape)
-    return tuple(sorted(arrays[0][1])) if arrays else ()

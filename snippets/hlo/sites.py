@@ -135,7 +135,7 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
         located, trips = where(program, origin), count(comp)
         names = inst.name, shapes[0], origin.name
         placed = provenance.placed_by(program, [op for op in chain if is_sharding_call(op)])
-        sizes = tuple(sorted(array_shapes(inst.shape)[0][1]))
+        sizes = array_shapes(inst.shape)[0][1]
         parameters = parameters or provenance.Parameters(program)
         found = TransposeSite(*names, between, kind, shapes[1], *located, trips=trips)
         sites.append(
