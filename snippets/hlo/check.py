@@ -57,7 +57,7 @@ def run(
     elif output == "sarif":
         print(report.sarif(found, new))
     else:  # a module without sites is listed when named as a file, or when asked
-        listed = {m for m, sites in found.items() if sites or show_empty or m.path in paths}
+        listed = {m for m, in_module in found.items() if in_module or show_empty or m.path in paths}
         print(report.text(found, new, listed))
     if status:
         raise SystemExit(1)

@@ -11,11 +11,7 @@ from collections.abc import Mapping
 from typing import NamedTuple, Protocol
 
 _HEADER = re.compile(r"^\s*(?P<root>ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?=[(a-z])")
-
-
 _COMMENT = re.compile(r"/\*.*?\*/")  # XLA numbers long operand lists: /*index=5*/%name
-
-
 _COMPUTATION = re.compile(r"^\s*(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(?:\(.*)?\{\s*$")
 """A computation's header: ``%name (params) -> shape {``, or ``name {`` as metadata printing writes it."""
 
@@ -338,4 +334,5 @@ def attribute_dims(attributes: str, name: str) -> tuple[int, ...]:
 
 
 def tuple_index(inst: Instruction) -> int:
+    """Which element of its operand a ``get-tuple-element`` reads."""
     return int(re.search(r"index=(\d+)", inst.attributes)[1])

@@ -24,6 +24,7 @@ from pathlib import Path
 import jax
 
 from snippets.devices import MESH_DEVICES, SHARD_MODES, setup_devices
+from snippets.hlo.dumps import BEFORE
 from snippets.measure.barrier import find_barriers
 from snippets.measure.maxtext_decoder import DecoderConfig, lower_decoder
 from snippets.support.cli import Parser, positive_int, reported
@@ -85,7 +86,7 @@ def bench_find_barriers(config: DecoderConfig, mode: str, repeats: int) -> dict:
                 dump = write_dump(lowered, directory)
             del lowered
         reads = [read_dump(dump) for _ in range(repeats)]
-        size = sum(file.stat().st_size for file in dump.glob("*.before_optimizations.txt"))
+        size = sum(file.stat().st_size for file in dump.glob(f"*{BEFORE}"))
     pairs = zip(runs["find_barriers_s"], runs["lowering_s"], strict=True)
     ratios = [check / lowering for check, lowering in pairs]
     return {

@@ -15,6 +15,8 @@ CHECKOUT = ("pyproject.toml", "uv.lock", "README.md", ".python-version", ".githu
 
 
 class JobStep(NamedTuple):
+    """One ``run:`` step: its name, its shell command and the environment it adds."""
+
     name: str
     command: str
     env: dict[str, str]
