@@ -3,10 +3,10 @@
 Autodiff of ``x @ kernel`` writes the weight gradient ``[vocab, embed]`` and transposes it;
 under explicit sharding a ``Sharding`` call between the two blocks XLA's fold. MaxText's
 design doc (pull request 5091, section 8 item 01) fixes it with a custom VJP
-(:func:`kernel_order_logits`), then, from 2026-09-03, with ``jax.sharding.auto_axes`` around
-the forward dot (:func:`auto_axes_dot_general`), for the head and every dense layer.
-``snippets.lm_head.DenseGeneral`` takes either as an option; ``flax.nnx.Linear`` takes the second
-as its ``dot_general``.
+(:func:`kernel_order_dot_general`), then, from 2026-09-03, with ``jax.sharding.auto_axes``
+around the forward dot (:func:`auto_axes_dot_general`), for the head and every dense layer.
+Both have ``lax.dot_general``'s signature: ``snippets.lm_head.DenseGeneral`` and
+``flax.nnx.Linear`` take either as their ``dot_general``.
 """
 
 from __future__ import annotations
@@ -25,32 +25,43 @@ def _explicit_spec(array: jax.Array) -> PartitionSpec | None:
     return sharding.spec if sharding.mesh.are_all_axes_explicit else None
 
 
-@partial(jax.custom_vjp, nondiff_argnums=(2,))
-def kernel_order_logits(
-    x: jax.Array, kernel: jax.Array, out_sharding: PartitionSpec | None = None
+@partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4))
+def kernel_order_dot_general(
+    lhs: jax.Array,
+    rhs: jax.Array,
+    dimension_numbers: lax.DotDimensionNumbers,
+    precision: lax.PrecisionLike = None,
+    out_sharding: PartitionSpec | None = None,
 ) -> jax.Array:
-    """``x @ kernel`` for a kernel stored ``[embed, vocab]``; ``_backward`` writes the kernel's
-    gradient in that same order. ``out_sharding`` is the logits' sharding, as for
-    ``lax.dot_general``: ``None`` lets JAX derive it from the operands' (on an explicit mesh,
-    an error where that is ambiguous)."""
-    return lax.dot_general(x, kernel, (((x.ndim - 1,), (0,)), ((), ())), out_sharding=out_sharding)
+    """``lax.dot_general`` of ``x`` and a kernel stored ``[embed, vocab]``, ``x``'s last axis
+    contracted with the kernel's first; ``_backward`` writes the kernel's gradient in that same
+    order. Its signature is ``lax.dot_general``'s, so a layer takes it as ``dot_general=``."""
+    if dimension_numbers != (((lhs.ndim - 1,), (0,)), ((), ())) or rhs.ndim != 2:
+        raise ValueError(
+            f"kernel_order_dot_general contracts the input's last axis with a [in, out] kernel's "
+            f"first, no batch axes; got dimension_numbers {dimension_numbers} for a "
+            f"{rhs.ndim}-axis kernel. Use auto_axes_dot_general for any other kernel."
+        )
+    return lax.dot_general(lhs, rhs, dimension_numbers, precision, out_sharding=out_sharding)
 
 
-def _forward(x, kernel, out_sharding):
-    return kernel_order_logits(x, kernel, out_sharding), (x, kernel)
+def _forward(x, kernel, dimension_numbers, precision, out_sharding):
+    out = kernel_order_dot_general(x, kernel, dimension_numbers, precision, out_sharding)
+    return out, (x, kernel)
 
 
-def _backward(_out_sharding, residuals, g):
+def _backward(_dimension_numbers, precision, _out_sharding, residuals, g):
     x, kernel = residuals
     tokens, vocab = tuple(range(g.ndim - 1)), g.ndim - 1
-    dx = lax.dot_general(g, kernel, (((vocab,), (1,)), ((), ())), out_sharding=_explicit_spec(x))
+    to_x = (((vocab,), (1,)), ((), ()))
+    dx = lax.dot_general(g, kernel, to_x, precision, out_sharding=_explicit_spec(x))
     # Contract the token dims with x first: the result is [embed, vocab], the kernel's own order.
     over_tokens = ((tokens, tokens), ((), ()))
-    dkernel = lax.dot_general(x, g, over_tokens, out_sharding=_explicit_spec(kernel))
+    dkernel = lax.dot_general(x, g, over_tokens, precision, out_sharding=_explicit_spec(kernel))
     return dx, dkernel
 
 
-kernel_order_logits.defvjp(_forward, _backward)
+kernel_order_dot_general.defvjp(_forward, _backward)
 
 
 def _reduction_tagged(array: jax.Array) -> bool:

@@ -4,8 +4,8 @@
 <https://github.com/google/flax/blob/02603f689d5783636048a5b4e0a2ed7cc81901c5/flax/nnx/nn/linear.py>`_)
 and MaxText's ``DenseGeneral`` (`linears.py
 <https://github.com/AI-Hypercomputer/maxtext/blob/022d0e12f2529db8cfd6b6f002f85416698204f0/src/maxtext/layers/linears.py>`_):
-one ``lax.dot_general`` and MaxText's checks. Run ``python -m snippets lm_head [--json]`` for
-a summary of both kernel orientations.
+one ``dot_general`` (``lax.dot_general`` by default) and MaxText's checks. Run
+``python -m snippets lm_head [--json]`` for a summary of both kernel orientations.
 """
 
 from __future__ import annotations
@@ -16,18 +16,17 @@ from typing import Any, Literal, Self
 import jax
 import jax.numpy as jnp
 from flax import nnx
-from flax.linen import logical_to_mesh_axes
 from flax.nnx.nn.dtypes import promote_dtype
 from jax import lax
 from jax.sharding import PartitionSpec
 from numpy.lib.array_utils import normalize_axis_tuple
 from pydantic import model_validator
 
-from snippets.kernel_order_grad import auto_axes_dot_general, kernel_order_logits
+from snippets.kernel_order_grad import auto_axes_dot_general, kernel_order_dot_general
 from snippets.support.config import Config, PositiveInt
 
-KernelOrder = Literal["custom_vjp", "auto_axes"]
-"""The two ways to write the weight gradient in kernel order: a custom VJP, or ``auto_axes``."""
+KERNEL_ORDER = {"custom_vjp": kernel_order_dot_general, "auto_axes": auto_axes_dot_general}
+"""The two ways to write the weight gradient in kernel order, as ``dot_general`` functions."""
 
 
 def canonical_tuple(value: int | Iterable[int]) -> tuple[int, ...]:
@@ -55,9 +54,9 @@ class DenseGeneral(nnx.Module):
       use_bias: add a bias over the output axes.
       param_dtype: dtype of the parameters.
       kernel_transposed: store the kernel ``[out..., in...]`` (the PR's fix).
-      weight_grad_in_kernel_order: write the weight gradient in the kernel's order, by
-        ``"custom_vjp"`` (a plain ``[in, out]`` kernel only) or ``"auto_axes"`` (any kernel),
-        the design doc's fix.
+      dot_general: the product, with ``lax.dot_general``'s signature (as Flax's
+        ``LinearGeneral``); a :data:`KERNEL_ORDER` function writes the weight gradient in the
+        kernel's order, the design doc's fix.
       rngs: the random streams that initialise the kernel.
     """
 
@@ -71,7 +70,7 @@ class DenseGeneral(nnx.Module):
         use_bias: bool = False,
         param_dtype: Any = jnp.float32,
         kernel_transposed: bool = False,
-        weight_grad_in_kernel_order: KernelOrder | None = None,
+        dot_general: Callable[..., jax.Array] = lax.dot_general,
         rngs: nnx.Rngs,
     ):
         self.in_features = canonical_tuple(in_features)
@@ -83,14 +82,8 @@ class DenseGeneral(nnx.Module):
                 f"axis {self.axis} must name one input axis per in_feature {self.in_features}, "
                 f"and kernel_axes {tuple(kernel_axes)} none or one name per kernel axis (in, then out)."
             )
-        plain = not kernel_transposed and self.axis == (-1,) and n_out == 1
-        if weight_grad_in_kernel_order == "custom_vjp" and not plain:
-            raise ValueError(
-                "weight_grad_in_kernel_order='custom_vjp' needs a plain [in, out] kernel: one "
-                "in_feature on axis -1, one out_feature and kernel_transposed=False."
-            )
         self.kernel_transposed = kernel_transposed
-        self.weight_grad_in_kernel_order = weight_grad_in_kernel_order
+        self.dot_general = dot_general
         in_axes, out_axes = tuple(range(n_in)), tuple(range(n_in, n_in + n_out))
         # As MaxText: truncated normal, fan-in over the input axes. Drawn in the canonical
         # [in..., out...] shape, then permuted: one seed gives one matrix in both orientations.
@@ -142,13 +135,8 @@ class DenseGeneral(nnx.Module):
             kernel = kernel[..., begin:end]
             bias = None if bias is None else bias[..., begin:end]
         inputs, kernel, bias = promote_dtype((inputs, kernel, bias))
-        if self.weight_grad_in_kernel_order == "custom_vjp":  # the same product, by its own VJP
-            out = kernel_order_logits(inputs, kernel, out_sharding)
-        else:
-            auto_axes = self.weight_grad_in_kernel_order == "auto_axes"
-            dot_general = auto_axes_dot_general if auto_axes else lax.dot_general
-            dimensions = ((axis, self.contract_axes), ((), ()))
-            out = dot_general(inputs, kernel, dimensions, out_sharding=out_sharding)
+        dimensions = ((axis, self.contract_axes), ((), ()))
+        out = self.dot_general(inputs, kernel, dimensions, out_sharding=out_sharding)
         return out if bias is None else out + bias
 
 
@@ -161,7 +149,7 @@ class LMHeadConfig(Config):
     """Tie the head to the token embedding (attend on it) instead of an untied kernel."""
     lm_head_kernel_transposed: bool = False
     """Store the untied kernel ``[vocab, embed]``: the checkpoint's orientation changes."""
-    lm_head_weight_grad_in_kernel_order: KernelOrder | None = None
+    lm_head_weight_grad_in_kernel_order: Literal[*KERNEL_ORDER] | None = None
     """Keep the kernel ``[embed, vocab]`` and write its gradient in that order, this way."""
     lm_head_vocab_parallel: bool = False
     """Shard the untied kernel on ``vocab``, not ``embed`` (:func:`head_axis_rules`)."""
@@ -178,6 +166,12 @@ class LMHeadConfig(Config):
                     f"{flag}={getattr(self, flag)!r} requires logits_via_embedding=False: a tied "
                     "head attends on the embedding table, so there is no untied kernel to fix."
                 )
+        order = self.lm_head_weight_grad_in_kernel_order
+        if order == "custom_vjp" and self.lm_head_kernel_transposed:
+            raise ValueError(
+                "lm_head_weight_grad_in_kernel_order='custom_vjp' writes an [embed, vocab] "
+                "kernel's gradient: it cannot be combined with lm_head_kernel_transposed=True."
+            )
         return self
 
 
@@ -201,12 +195,13 @@ def build_output_head(
 ) -> DenseGeneral | Callable[[jax.Array], jax.Array]:
     """The untied dense head with the config's fix; tied, the embedding attending on its input."""
     if not config.logits_via_embedding:
+        dot_general = KERNEL_ORDER.get(config.lm_head_weight_grad_in_kernel_order, lax.dot_general)
         return DenseGeneral(
             config.emb_dim,
             config.vocab_size,
             kernel_axes=HEAD_KERNEL_AXES,
             kernel_transposed=config.lm_head_kernel_transposed,
-            weight_grad_in_kernel_order=config.lm_head_weight_grad_in_kernel_order,
+            dot_general=dot_general,
             rngs=rngs,
         )
     if embedding is None:
@@ -217,7 +212,8 @@ def build_output_head(
 def head_kernel_spec(
     config: LMHeadConfig, rules: Sequence[tuple[str, Any]], check: PartitionSpec | None = None
 ) -> PartitionSpec:
-    """The head kernel's PartitionSpec in its stored orientation, from logical axis rules.
+    """The head kernel's PartitionSpec in its stored orientation: its logical axes under
+    ``rules``, as ``nnx.get_partition_spec`` reads them from the (abstract) built head.
 
     A logical axis without a rule, or a ``check`` spec for the other orientation, is an error.
 
@@ -231,12 +227,13 @@ def head_kernel_spec(
             f"The logical rules {rules} have no rule for {missing}; add e.g. ({missing[0]!r}, "
             f"'model') to shard it, or ({missing[0]!r}, None) to replicate it on purpose."
         )
-    transposed = config.lm_head_kernel_transposed
-    axes = stored_order(HEAD_KERNEL_AXES[:1], HEAD_KERNEL_AXES[1:], transposed)
-    spec = logical_to_mesh_axes(axes, rules)
+    head = nnx.eval_shape(lambda: build_output_head(config, rngs=nnx.Rngs(0)))
+    with nnx.logical_axis_rules(rules):
+        spec = nnx.get_partition_spec(head.kernel).get_value()
     if check is not None and PartitionSpec(*check, *[None] * (2 - len(check))) != spec:
         raise ValueError(
-            f"PartitionSpec {check} does not fit the LM head kernel stored as [{', '.join(axes)}] "
-            f"(lm_head_kernel_transposed={transposed}); the rules give {spec}."
+            f"PartitionSpec {check} does not fit the LM head kernel stored as "
+            f"[{', '.join(head.kernel_axes)}] (lm_head_kernel_transposed="
+            f"{config.lm_head_kernel_transposed}); the rules give {spec}."
         )
     return spec

@@ -25,7 +25,7 @@ from snippets.vocab_parallel import pin, vocab_parallel_cross_entropy, vocab_par
 VARIANTS = {
     "EV": {},
     "VE": {"lm_head_kernel_transposed": True},
-    "kernel-order-grad": {"lm_head_weight_grad_in_kernel_order": "custom_vjp"},
+    "custom-vjp": {"lm_head_weight_grad_in_kernel_order": "custom_vjp"},
     "auto-axes": {"lm_head_weight_grad_in_kernel_order": "auto_axes"},
     "vocab-parallel": {"lm_head_vocab_parallel": True},
 }
@@ -70,20 +70,25 @@ class StepConfig(Config):
             raise ValueError(f"mesh 'dp_fsdp' needs an even device count, got {self.devices}.")
         if self.batch % self.devices:
             raise ValueError(f"batch {self.batch} does not divide over the {self.devices} devices.")
-        if self.variant == "vocab-parallel" and "fsdp" not in self.axes:
+        if self.head.lm_head_vocab_parallel and "fsdp" not in self.axes:
             raise ValueError(
-                f"variant 'vocab-parallel' shards the head on the fsdp axis, and mesh {self.mesh!r} "
+                f"variant {self.variant!r} shards the head on the fsdp axis, and mesh {self.mesh!r} "
                 "has none; use mesh 'fsdp' or 'dp_fsdp'."
             )
         if "fsdp" in self.axes:
             fsdp = self.mesh_shape[-1]
-            sharded = ("emb", "vocab") if self.variant == "vocab-parallel" else ("emb",)
+            sharded = ("emb", "vocab") if self.head.lm_head_vocab_parallel else ("emb",)
             for name in sharded:
                 if (size := getattr(self, name)) % fsdp:
                     raise ValueError(
                         f"{name} {size} does not divide over the fsdp axis of size {fsdp}."
                     )
         return self
+
+    @property
+    def head(self) -> LMHeadConfig:
+        """The LM head's configuration: the sizes and the variant's options."""
+        return LMHeadConfig(emb_dim=self.emb, vocab_size=self.vocab, **VARIANTS[self.variant])
 
     @property
     def step_bytes(self) -> int:
@@ -127,10 +132,7 @@ class TinyLM(nnx.Module):
         table = jax.random.normal(rngs.params(), (config.vocab, config.emb), dtype)
         self.embedding = nnx.Param(table, out_sharding=("vocab", "embed"), eager_sharding=False)
         self.norm = nnx.RMSNorm(config.emb, dtype=dtype, param_dtype=dtype, rngs=rngs)
-        self.head_config = LMHeadConfig(
-            emb_dim=config.emb, vocab_size=config.vocab, **VARIANTS[config.variant]
-        )
-        self.head = build_output_head(self.head_config, rngs=rngs)
+        self.head = build_output_head(config.head, rngs=rngs)
 
     def __call__(self, tokens: jax.Array, targets: jax.Array) -> jax.Array:
         """The mean cross-entropy of ``targets`` given ``tokens``, both ``[batch, seq]``."""
@@ -145,12 +147,12 @@ class TinyLM(nnx.Module):
     def head_loss(self, x: jax.Array, targets: jax.Array) -> jax.Array:
         """The head on ``x`` and the mean cross-entropy of its logits against ``targets``."""
         config = self.config
-        if config.variant == "vocab-parallel":  # gather the hidden state, not the kernel
+        if config.head.lm_head_vocab_parallel:  # gather the hidden state, not the kernel
             logits = vocab_parallel_logits(x, self.head, config.data_axes)
             return vocab_parallel_cross_entropy(logits, targets, config.data_axes)
         explicit = jax.typeof(x).sharding.mesh.are_all_axes_explicit
-        pin = P(config.axes, None, None) if explicit and config.pin_logits else None
-        logits = self.head(x, out_sharding=pin)
+        logits_spec = P(config.axes, None, None) if explicit and config.pin_logits else None
+        logits = self.head(x, out_sharding=logits_spec)
         # Cross-entropy by hand: optax's adds 24 Sharding calls to the program under study.
         log_probs = jax.nn.log_softmax(logits.astype(jnp.float32))
         return -jnp.mean(jnp.take_along_axis(log_probs, targets[..., None], axis=-1))
@@ -158,7 +160,8 @@ class TinyLM(nnx.Module):
 
 def every_mode_and_variant(base: StepConfig) -> list[StepConfig]:
     """``base`` in each shard mode with each head variant its mesh allows, explicit first."""
-    variants = [v for v in VARIANTS if v != "vocab-parallel" or "fsdp" in base.axes]
+    fsdp = "fsdp" in base.axes  # a vocab-parallel head needs an fsdp axis
+    variants = [v for v in VARIANTS if fsdp or not VARIANTS[v].get("lm_head_vocab_parallel")]
     return [base.replace(mode=m, variant=v) for m in SHARD_MODES for v in variants]
 
 
@@ -191,14 +194,14 @@ def _placed(config: StepConfig, seed: int) -> tuple:
     fsdp = "fsdp" if "fsdp" in config.axes else None  # weights sharded on embed over fsdp
     with nnx.logical_axis_rules([("embed", fsdp), ("vocab", None)]):
         shardings = nnx.get_named_sharding(params, mesh)
-    with nnx.logical_axis_rules(head_axis_rules(model.head_config, fsdp)):
+    with nnx.logical_axis_rules(head_axis_rules(config.head, fsdp)):
         shardings["head"] = nnx.get_named_sharding(params["head"], mesh)
 
     def gathered(params: nnx.State) -> nnx.State:
         if fsdp is None:
             return params
         whole = jax.tree.map(lambda p: pin(p, P()), params)
-        if config.variant == "vocab-parallel":  # its kernel stays sharded
+        if config.head.lm_head_vocab_parallel:  # its kernel stays sharded
             whole["head"] = params["head"]
         return whole
 

@@ -97,6 +97,16 @@ def test_config_rejects_a_fix_on_a_tied_head(flag, value):
     assert f"{flag}={value!r} requires logits_via_embedding=False" in str(error.value)
 
 
+def test_config_rejects_the_custom_vjp_on_a_transposed_kernel():
+    with pytest.raises(ValidationError, match="cannot be combined with lm_head_kernel_transposed"):
+        LMHeadConfig(
+            emb_dim=8,
+            vocab_size=16,
+            lm_head_kernel_transposed=True,
+            lm_head_weight_grad_in_kernel_order="custom_vjp",
+        )
+
+
 def test_replace_keeps_a_valid_change_and_the_original():
     config = LMHeadConfig(emb_dim=8, vocab_size=16)
     assert config.replace(lm_head_kernel_transposed=True).lm_head_kernel_transposed
@@ -147,7 +157,7 @@ def test_replicating_on_purpose_is_allowed():
         ({"optimizer": "sgd"}, r"optimizer\s+Input should be 'none' or 'adam'"),
         (
             {"variant": "EVV"},
-            r"Input should be 'EV', 'VE', 'kernel-order-grad', 'auto-axes' or 'voc",
+            r"Input should be 'EV', 'VE', 'custom-vjp', 'auto-axes' or 'voc",
         ),
         ({"mode": "manual"}, r"mode\s+Input should be 'explicit' or 'auto'"),
         ({"mesh": "tp"}, r"mesh\s+Input should be 'dp', 'dp_fsdp' or 'fsdp'"),

@@ -82,7 +82,7 @@ def test_the_relayout_summary_groups_runs_whose_counts_agree(monkeypatch):
         ("explicit", "EV"),
         ("explicit", "VE"),
         ("auto", "EV"),
-        ("auto", "kernel-order-grad"),
+        ("auto", "custom-vjp"),
     ]
     configs = [StepConfig(mode=mode, variant=variant) for mode, variant in variants]
     monkeypatch.setattr(barrier, "every_mode_and_variant", lambda base: configs)
@@ -92,7 +92,7 @@ def test_the_relayout_summary_groups_runs_whose_counts_agree(monkeypatch):
     counts = {row["runs"]: row["dp"] for row in summary}
     assert len(set(counts.values())) == len(counts) == 2  # one row per distinct count
     by_run = {row["run"]: row for row in details}
-    for fixed in ("explicit/VE", "auto/kernel-order-grad"):
+    for fixed in ("explicit/VE", "auto/custom-vjp"):
         assert (by_run[fixed]["dp"], by_run[fixed]["dp: ops"]) == (0, "none")
     for mode in ("explicit", "auto"):
         assert by_run[f"{mode}/EV"]["dp"] >= 1

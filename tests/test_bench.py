@@ -42,7 +42,7 @@ def test_verdicts_above_below_and_no_difference(rows):
     assert rows["explicit", "EV"]["verdict"] == "above 1"
     assert rows["explicit", "VE"]["verdict"] == "below 1"
     assert rows["auto", "VE"]["verdict"] == "above 1"
-    assert rows["auto", "kernel-order-grad"]["verdict"] == "no measurable difference from 1"
+    assert rows["auto", "custom-vjp"]["verdict"] == "no measurable difference from 1"
     assert rows["auto", "EV"]["verdict"] == "reference"
     assert [row["verdict"] for row in rows.values()].count("reference") == 1
 

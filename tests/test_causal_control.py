@@ -7,7 +7,7 @@ import pytest
 from snippets.lowering import StepConfig
 from snippets.measure import causal_control as cc
 
-FIXES = ("VE", "kernel-order-grad", "auto-axes")
+FIXES = ("VE", "custom-vjp", "auto-axes")
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""The two kernel-order heads a reader copies, the custom VJP and the auto_axes region, alone
-and as the layer's ``weight_grad_in_kernel_order`` options."""
+"""The two kernel-order dot_generals a reader copies, the custom VJP and the auto_axes region,
+alone and as a layer's ``dot_general``."""
 
 import jax
 import jax.numpy as jnp
@@ -10,20 +10,24 @@ from jax.sharding import AxisType
 from jax.sharding import PartitionSpec as P
 
 from snippets.hlo.sites import transpose_of_dot_sites
-from snippets.kernel_order_grad import auto_axes_dot_general, kernel_order_logits
-from snippets.lm_head import DenseGeneral
+from snippets.kernel_order_grad import auto_axes_dot_general, kernel_order_dot_general
+from snippets.lm_head import KERNEL_ORDER, DenseGeneral
 
 EMB, VOCAB = 16, 32
 BATCH = P("data", None, None)
 
 
-def auto_axes_logits(x, kernel, out_sharding):
-    """``x @ kernel`` through :func:`auto_axes_dot_general`, as ``DenseGeneral`` calls it."""
-    contract = (((x.ndim - 1,), (0,)), ((), ()))
-    return auto_axes_dot_general(x, kernel, contract, out_sharding=out_sharding)
+def logits(dot_general):
+    """``x @ kernel`` through ``dot_general``, as ``DenseGeneral`` calls it."""
+
+    def head(x, kernel, out_sharding=None):
+        contract = (((x.ndim - 1,), (0,)), ((), ()))
+        return dot_general(x, kernel, contract, out_sharding=out_sharding)
+
+    return head
 
 
-HEADS = {"kernel-order-grad": kernel_order_logits, "auto-axes": auto_axes_logits}
+HEADS = {name: logits(dot_general) for name, dot_general in KERNEL_ORDER.items()}
 
 
 def _inputs():
@@ -55,15 +59,13 @@ def test_values_and_gradients_match_plain_autodiff(name):
     [("custom_vjp", {}), ("auto_axes", {}), ("auto_axes", {"axis": (-2, -1), "out": (4, 8)})],
 )
 def test_the_layer_option_matches_the_plain_layer(option, shape):
-    """Both options give the plain layer's values and gradients; auto_axes on any kernel."""
+    """Both dot_generals give the plain layer's values and gradients; auto_axes on any kernel."""
     x = jax.random.normal(jax.random.key(1), (2, 4, EMB))
     axis, out = shape.get("axis", -1), shape.get("out", VOCAB)
     features = (4, EMB) if axis != -1 else EMB
     plain, fixed = (
-        DenseGeneral(
-            features, out, axis=axis, use_bias=True, weight_grad_in_kernel_order=o, rngs=nnx.Rngs(0)
-        )
-        for o in (None, option)
+        DenseGeneral(features, out, axis=axis, use_bias=True, dot_general=d, rngs=nnx.Rngs(0))
+        for d in (jax.lax.dot_general, KERNEL_ORDER[option])
     )
     np.testing.assert_allclose(fixed(x), plain(x), rtol=1e-6, atol=1e-6)
     grads = [nnx.grad(lambda layer: jnp.sum(jnp.sin(layer(x))))(h) for h in (plain, fixed)]
@@ -81,13 +83,15 @@ def _explicit_grad_hlo(head, out_sharding=BATCH):
 
 @pytest.mark.needs_devices(2)
 def test_the_custom_vjp_writes_the_weight_gradient_without_a_transpose():
-    assert transpose_of_dot_sites(_explicit_grad_hlo(kernel_order_logits), (EMB, VOCAB)) == []
+    sites = transpose_of_dot_sites(_explicit_grad_hlo(HEADS["custom_vjp"]), (EMB, VOCAB))
+    assert sites == []
 
 
 @pytest.mark.needs_devices(2)
 @pytest.mark.parametrize("out_sharding", [BATCH, None], ids=["given", "inferred"])
 def test_auto_axes_leaves_the_dot_feeding_its_transpose(out_sharding):
-    sites = transpose_of_dot_sites(_explicit_grad_hlo(auto_axes_logits, out_sharding), (EMB, VOCAB))
+    head = HEADS["auto_axes"]
+    sites = transpose_of_dot_sites(_explicit_grad_hlo(head, out_sharding), (EMB, VOCAB))
     assert [site.kind for site in sites] == ["foldable"]
 
 
@@ -117,6 +121,15 @@ def test_auto_axes_steps_aside_for_a_reduced_operand():
     assert hlo(auto_axes_dot_general) == hlo(jax.lax.dot_general)
 
 
-def test_kernel_order_logits_derives_its_sharding_by_default():
+def test_the_custom_vjp_derives_its_sharding_by_default():
     x, kernel = _inputs()
-    np.testing.assert_allclose(kernel_order_logits(x, kernel), x @ kernel, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(HEADS["custom_vjp"](x, kernel), x @ kernel, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize(("axis", "flag"), [(-1, True), (0, False)])
+def test_the_custom_vjp_rejects_any_kernel_but_in_out(axis, flag):
+    """It writes an ``[in, out]`` kernel's gradient: a layer with any other says so when called."""
+    custom_vjp = {"dot_general": kernel_order_dot_general}
+    layer = DenseGeneral(16, 8, axis=axis, kernel_transposed=flag, **custom_vjp, rngs=nnx.Rngs(0))
+    with pytest.raises(ValueError, match=r"contracts the input's last axis with a \[in, out\]"):
+        layer(jnp.ones((16, 16)))

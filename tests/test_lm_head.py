@@ -162,8 +162,6 @@ def test_input_that_does_not_match_the_axes_is_rejected(flag):
     [
         ({"axis": (-2, -1)}, "must name one input axis per in_feature"),
         ({"kernel_axes": ("embed",)}, r"kernel_axes \('embed',\) none or one name per kernel axis"),
-        ({"kernel_transposed": True, "weight_grad_in_kernel_order": "custom_vjp"}, "plain"),
-        ({"axis": 0, "weight_grad_in_kernel_order": "custom_vjp"}, "plain"),
     ],
 )
 def test_inconsistent_construction_is_rejected(kwargs, message):

@@ -19,7 +19,7 @@ def runs():
     return {
         (mode, variant): run_report(lower_step(BASE.replace(mode=mode, variant=variant)))
         for mode in ("explicit", "auto")
-        for variant in ("EV", "VE", "kernel-order-grad", "auto-axes")
+        for variant in ("EV", "VE", "custom-vjp", "auto-axes")
     }
 
 
@@ -45,7 +45,7 @@ def test_the_barrier_chain_is_dot_sharding_transpose():
 
 
 @pytest.mark.parametrize("mode", ["explicit", "auto"])
-@pytest.mark.parametrize("variant", ["VE", "kernel-order-grad"])
+@pytest.mark.parametrize("variant", ["VE", "custom-vjp"])
 def test_fixes_leave_no_weight_gradient_transpose(runs, mode, variant):
     run = runs[(mode, variant)]
     assert run["barrier_sites"] == run["foldable_sites"] == 0
@@ -148,7 +148,7 @@ def test_fsdp_explicit_ev_relays_its_gradient_found_by_data_flow(fsdp_runs):
 
 
 @pytest.mark.parametrize("mode", ["explicit", "auto"])
-@pytest.mark.parametrize("variant", ["VE", "kernel-order-grad"])
+@pytest.mark.parametrize("variant", ["VE", "custom-vjp"])
 def test_fsdp_fixes_relay_no_gradient(fsdp_runs, mode, variant):
     assert fsdp_runs[(mode, variant)]["gradient_relayouts"] == 0
 

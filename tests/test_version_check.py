@@ -20,7 +20,7 @@ def story_record() -> dict:
     runs = [
         {"mode": mode, "variant": variant}
         for mode in ("explicit", "auto")
-        for variant in ("EV", "VE", "kernel-order-grad", "auto-axes")
+        for variant in ("EV", "VE", "custom-vjp", "auto-axes")
     ]
     explicit_ev = {"mode": "explicit", "variant": "EV"}
     barrier = [run | {"barrier_sites": int(run == explicit_ev)} for run in runs]
