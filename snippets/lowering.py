@@ -136,7 +136,7 @@ class TinyLM(nnx.Module):
 
     def __call__(self, tokens: jax.Array, targets: jax.Array) -> jax.Array:
         """The mean cross-entropy of ``targets`` given ``tokens``, both ``[batch, seq]``."""
-        return self.head_loss(self.hidden(tokens), targets)
+        return head_loss(self.config, self.head, self.hidden(tokens), targets)
 
     def hidden(self, tokens: jax.Array) -> jax.Array:
         """The normalised embeddings ``[batch, seq, emb]`` the head reads, batch-sharded."""
@@ -144,18 +144,18 @@ class TinyLM(nnx.Module):
         activations = P(self.config.axes, None, None) if explicit else None
         return self.norm(self.embedding[...].at[tokens].get(out_sharding=activations))
 
-    def head_loss(self, x: jax.Array, targets: jax.Array) -> jax.Array:
-        """The head on ``x`` and the mean cross-entropy of its logits against ``targets``."""
-        config = self.config
-        if config.head.lm_head_vocab_parallel:  # gather the hidden state, not the kernel
-            logits = vocab_parallel_logits(x, self.head, config.data_axes)
-            return vocab_parallel_cross_entropy(logits, targets, config.data_axes)
-        explicit = jax.typeof(x).sharding.mesh.are_all_axes_explicit
-        logits_spec = P(config.axes, None, None) if explicit and config.pin_logits else None
-        logits = self.head(x, out_sharding=logits_spec)
-        # Cross-entropy by hand: optax's adds 24 Sharding calls to the program under study.
-        log_probs = jax.nn.log_softmax(logits.astype(jnp.float32))
-        return -jnp.mean(jnp.take_along_axis(log_probs, targets[..., None], axis=-1))
+
+def head_loss(config: StepConfig, head: nnx.Module, x: jax.Array, targets: jax.Array) -> jax.Array:
+    """The ``head`` on ``x`` and the mean cross-entropy of its logits against ``targets``."""
+    if config.head.lm_head_vocab_parallel:  # gather the hidden state, not the kernel
+        logits = vocab_parallel_logits(x, head, config.data_axes)
+        return vocab_parallel_cross_entropy(logits, targets, config.data_axes)
+    explicit = jax.typeof(x).sharding.mesh.are_all_axes_explicit
+    logits_spec = P(config.axes, None, None) if explicit and config.pin_logits else None
+    logits = head(x, out_sharding=logits_spec)
+    # Cross-entropy by hand: optax's adds 24 Sharding calls to the program under study.
+    log_probs = jax.nn.log_softmax(logits.astype(jnp.float32))
+    return -jnp.mean(jnp.take_along_axis(log_probs, targets[..., None], axis=-1))
 
 
 def every_mode_and_variant(base: StepConfig) -> list[StepConfig]:
@@ -185,67 +185,68 @@ class Step:
             return self.function(*self.args)
 
 
-def _placed(config: StepConfig, seed: int) -> tuple:
-    """The mesh, the model split into graph and parameters, those parameters on the mesh, and
-    a function that gathers them whole before use (autodiff then scatters their gradients)."""
+def _placed(config: StepConfig, seed: int) -> tuple[Mesh, TinyLM]:
+    """The mesh and the model on it: weights on ``embed`` over an fsdp axis, the head's as
+    :func:`~snippets.lm_head.head_axis_rules` gives."""
     mesh = make_mesh(config.mesh_shape, config.axes, config.mode)
     model = TinyLM(config, nnx.Rngs(seed))
-    graphdef, params = nnx.split(model, nnx.Param)
-    fsdp = "fsdp" if "fsdp" in config.axes else None  # weights sharded on embed over fsdp
+    fsdp = "fsdp" if "fsdp" in config.axes else None
     with nnx.logical_axis_rules([("embed", fsdp), ("vocab", None)]):
-        shardings = nnx.get_named_sharding(params, mesh)
+        shardings = nnx.get_named_sharding(model, mesh)
     with nnx.logical_axis_rules(head_axis_rules(config.head, fsdp)):
-        shardings["head"] = nnx.get_named_sharding(params["head"], mesh)
+        shardings.head = nnx.get_named_sharding(model.head, mesh)
+    return mesh, jax.device_put(model, shardings)
 
-    def gathered(params: nnx.State) -> nnx.State:
-        if fsdp is None:
-            return params
-        whole = jax.tree.map(lambda p: pin(p, P()), params)
-        if config.head.lm_head_vocab_parallel:  # its kernel stays sharded
-            whole["head"] = params["head"]
-        return whole
 
-    return mesh, graphdef, jax.device_put(params, shardings), gathered
+def gathered(config: StepConfig, layer: nnx.Module) -> nnx.Module:
+    """``layer`` (the model or its head) with its weights gathered whole over an fsdp axis before
+    use, so autodiff scatters their gradients; a vocab-parallel head's kernel stays sharded."""
+    if "fsdp" not in config.axes:
+        return layer
+    rotated = config.head.lm_head_vocab_parallel  # the head's kernel is the model's only one
+
+    def gather(path: tuple, weight: jax.Array) -> jax.Array:
+        return weight if rotated and ".kernel" in jax.tree_util.keystr(path) else pin(weight, P())
+
+    return jax.tree.map_with_path(gather, layer)
 
 
 def build_step(config: StepConfig, seed: int = 0) -> Step:
     """Build the model and data for ``config``, place them on the mesh and jit the step."""
-    mesh, graphdef, params, gathered = _placed(config, seed)
+    mesh, model = _placed(config, seed)
 
-    def loss_fn(params, tokens, targets):
-        return nnx.merge(graphdef, gathered(params))(tokens, targets)
+    def loss_fn(model, tokens, targets):
+        return gathered(config, model)(tokens, targets)
 
     key = jax.random.key(seed + 1)
     tokens, targets = jax.random.randint(key, (2, config.batch, config.seq), 0, config.vocab)
     tokens, targets = jax.device_put((tokens, targets), NamedSharding(mesh, P(config.axes)))
     value_and_grad = jax.value_and_grad(loss_fn)
     if config.optimizer == "none":
-        return Step(config, mesh, jax.jit(value_and_grad), (params, tokens, targets))
+        return Step(config, mesh, jax.jit(value_and_grad), (model, tokens, targets))
     optimizer = optax.adamw(1e-3)
 
-    def step(params, opt_state, tokens, targets):
-        loss, grads = value_and_grad(params, tokens, targets)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        return loss, optax.apply_updates(params, updates), opt_state
+    def step(model, opt_state, tokens, targets):
+        loss, grads = value_and_grad(model, tokens, targets)
+        updates, opt_state = optimizer.update(grads, opt_state, model)
+        return loss, optax.apply_updates(model, updates), opt_state
 
     with jax.set_mesh(mesh):
-        opt_state = jax.jit(optimizer.init)(params)
-    return Step(config, mesh, jax.jit(step), (params, opt_state, tokens, targets))
+        opt_state = jax.jit(optimizer.init)(model)
+    return Step(config, mesh, jax.jit(step), (model, opt_state, tokens, targets))
 
 
 def build_head_step(config: StepConfig, seed: int = 0) -> Step:
     """The head and its loss alone: the gradients of the head's parameters and of its input,
     which arrives batch-sharded as the step's :meth:`TinyLM.hidden` leaves it."""
-    mesh, graphdef, params, gathered = _placed(config, seed)
-    head = nnx.State({"head": params["head"]})
-    rest = nnx.State({name: value for name, value in params.items() if name != "head"})
+    mesh, model = _placed(config, seed)
 
-    def loss_fn(head, x, rest, targets):  # rest: the trunk's parameters, unused
-        return nnx.merge(graphdef, gathered(head), rest).head_loss(x, targets)
+    def loss_fn(head, x, targets):
+        return head_loss(config, gathered(config, head), x, targets)
 
     keys = jax.random.split(jax.random.key(seed + 1))
     x = jax.random.normal(keys[0], (config.batch, config.seq, config.emb), config.dtype)
     targets = jax.random.randint(keys[1], (config.batch, config.seq), 0, config.vocab)
     x, targets = jax.device_put((x, targets), NamedSharding(mesh, P(config.axes)))
     step = jax.jit(jax.value_and_grad(loss_fn, argnums=(0, 1)))
-    return Step(config, mesh, step, (head, x, rest, targets))
+    return Step(config, mesh, step, (model.head, x, targets))

@@ -18,7 +18,7 @@ from snippets.measure.barrier import find_barriers, output_name
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "snippets" / "hlo" / "find_barriers.schema.json"
-PARAMETER = "params['head']['kernel'].value"
+PARAMETER = "model.head.kernel.value"
 """How XLA's dump of the guides' step names the head's kernel (its ``op_name``)."""
 
 

@@ -104,17 +104,17 @@ def test_cpu_partitions_before_it_simplifies():
 def test_every_variant_has_the_same_gradients(mesh, mode):
     config = BASE.replace(mesh=mesh, mode=mode)
     loss, grads = build_step(config)()
-    ev_kernel = np.asarray(grads["head"]["kernel"][...])
+    ev_kernel = np.asarray(grads.head.kernel[...])
     variants = {c.variant for c in every_mode_and_variant(config)} - {"EV"}
     for variant in sorted(variants):
         other_loss, other = build_step(config.replace(variant=variant))()
-        kernel = np.asarray(other["head"]["kernel"][...])
+        kernel = np.asarray(other.head.kernel[...])
         np.testing.assert_allclose(other_loss, loss, rtol=1e-6)
         np.testing.assert_allclose(
             kernel.T if variant == "VE" else kernel, ev_kernel, rtol=1e-5, atol=1e-7
         )
         np.testing.assert_allclose(
-            other["embedding"][...], grads["embedding"][...], rtol=1e-5, atol=1e-7
+            other.embedding[...], grads.embedding[...], rtol=1e-5, atol=1e-7
         )
 
 
@@ -122,7 +122,7 @@ def test_the_step_runs_on_the_mesh():
     step = build_step(BASE)
     loss, grads = step()
     assert np.isfinite(float(loss))
-    assert grads["head"]["kernel"][...].shape == DIMS
+    assert grads.head.kernel[...].shape == DIMS
     tokens = step.args[1]
     assert len(tokens.sharding.device_set) == BASE.devices
 
@@ -164,7 +164,7 @@ def test_the_optimizer_step_updates_and_reports_its_relayouts():
     config = BASE.replace(mesh="dp_fsdp", optimizer="adam")
     loss, params, opt_state = build_step(config)()
     assert np.isfinite(float(loss))
-    assert params["head"]["kernel"][...].shape == DIMS
+    assert params.head.kernel[...].shape == DIMS
     assert int(opt_state[0].count) == 1  # AdamW took one step
     run = run_report(lower_step(config))
     assert run["optimizer"] == "adam"
