@@ -1,7 +1,7 @@
 """One training step of a small Flax model, the step a CI job dumps for ``find-barriers``.
 
 An embedding, ``layers`` GELU ``nnx.Linear`` layers and an untied head, trained with
-``optax.adamw`` inside ``nnx.jit`` on a 2x2 ``("data", "model")`` mesh of ``jax.make_mesh``'s
+``optax.adamw`` inside ``jax.jit`` on a 2x2 ``("data", "model")`` mesh of ``jax.make_mesh``'s
 default (Explicit) axes. ``.github/workflows/barrier-gate.yml`` runs it with XLA's dump flags.
 """
 
@@ -28,12 +28,12 @@ class SmallLM(nnx.Module):
         return self.head(x)
 
 
-@nnx.jit
-def train_step(model: SmallLM, optimizer: nnx.Optimizer, tokens: jax.Array) -> jax.Array:
+@jax.jit
+def train_step(model: SmallLM, optimizer: nnx.Optimizer, tokens: jax.Array) -> tuple:
     def loss_fn(model: SmallLM) -> jax.Array:
         logits = model(tokens[:, :-1])
         return optax.softmax_cross_entropy_with_integer_labels(logits, tokens[:, 1:]).mean()
 
-    loss, grads = nnx.value_and_grad(loss_fn)(model)
+    loss, grads = jax.value_and_grad(loss_fn)(model)
     optimizer.update(model, grads)
-    return loss
+    return loss, model, optimizer

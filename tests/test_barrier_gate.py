@@ -42,4 +42,4 @@ def test_one_more_blocked_layer_fails_the_job_at_that_layer_only(steps, tmp_path
     assert check.returncode == 1, check.stderr[-2000:]
     (line,) = check.stdout.splitlines()
     assert line.startswith("::error file=snippets/one_training_step.py,line=")
-    assert "blocked fold: weight gradient of model.states[0][7], dot f32[64,64]" in line
+    assert "blocked fold: weight gradient of model.layers[2].kernel.value, dot f32[64,64]" in line

@@ -41,9 +41,9 @@ def orientation_report(emb: int = 64, vocab: int = 256, tokens: int = 32, seed: 
     :func:`dot_rounding_bound`, and whether they differ at all depends on the machine.
     """
 
-    @nnx.jit
+    @jax.jit
     def output_and_weight_grad(head, x, cotangent):  # the gradient in [embed, vocab] order
-        grad = nnx.grad(lambda head: jnp.sum(head(x) * cotangent))(head).kernel[...]
+        grad = jax.grad(lambda head: jnp.sum(head(x) * cotangent))(head).kernel[...]
         return head(x), grad.T if head.kernel_transposed else grad
 
     heads = {
