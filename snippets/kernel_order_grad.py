@@ -33,31 +33,28 @@ def kernel_order_dot_general(
     precision: lax.PrecisionLike = None,
     out_sharding: PartitionSpec | None = None,
 ) -> jax.Array:
-    """``lax.dot_general`` of ``x`` and a kernel stored ``[embed, vocab]``, ``x``'s last axis
-    contracted with the kernel's first; ``_backward`` writes the kernel's gradient in that same
+    """``lax.dot_general`` of ``lhs`` and a kernel ``rhs`` stored ``[embed, vocab]``, contracting
+    ``lhs``'s last axis with its first; ``_backward`` writes the kernel's gradient in that same
     order. Its signature is ``lax.dot_general``'s, so a layer takes it as ``dot_general=``."""
     if dimension_numbers != (((lhs.ndim - 1,), (0,)), ((), ())) or rhs.ndim != 2:
         raise ValueError(
-            f"kernel_order_dot_general contracts the input's last axis with a [in, out] kernel's "
-            f"first, no batch axes; got dimension_numbers {dimension_numbers} for a "
-            f"{rhs.ndim}-axis kernel. Use auto_axes_dot_general for any other kernel."
+            f"kernel_order_dot_general takes x's last axis times a 2-axis [in, out] kernel's "
+            f"first, not {dimension_numbers} on {rhs.ndim} axes: use auto_axes_dot_general."
         )
     return lax.dot_general(lhs, rhs, dimension_numbers, precision, out_sharding=out_sharding)
 
 
-def _forward(x, kernel, dimension_numbers, precision, out_sharding):
-    out = kernel_order_dot_general(x, kernel, dimension_numbers, precision, out_sharding)
-    return out, (x, kernel)
+def _forward(x, kernel, *options):
+    return kernel_order_dot_general(x, kernel, *options), (x, kernel)
 
 
 def _backward(_dimension_numbers, precision, _out_sharding, residuals, g):
     x, kernel = residuals
     tokens, vocab = tuple(range(g.ndim - 1)), g.ndim - 1
-    to_x = (((vocab,), (1,)), ((), ()))
-    dx = lax.dot_general(g, kernel, to_x, precision, out_sharding=_explicit_spec(x))
+    dot = partial(lax.dot_general, precision=precision)
+    dx = dot(g, kernel, (((vocab,), (1,)), ((), ())), out_sharding=_explicit_spec(x))
     # Contract the token dims with x first: the result is [embed, vocab], the kernel's own order.
-    over_tokens = ((tokens, tokens), ((), ()))
-    dkernel = lax.dot_general(x, g, over_tokens, precision, out_sharding=_explicit_spec(kernel))
+    dkernel = dot(x, g, ((tokens, tokens), ((), ())), out_sharding=_explicit_spec(kernel))
     return dx, dkernel
 
 

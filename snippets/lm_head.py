@@ -34,15 +34,6 @@ def canonical_tuple(value: int | Iterable[int]) -> tuple[int, ...]:
     return tuple(value) if isinstance(value, Iterable) else (value,)
 
 
-def stored_order(in_part: tuple, out_part: tuple, kernel_transposed: bool) -> tuple:
-    """Concatenate per-feature entries (sizes or axis names) in the kernel's stored order.
-
-    >>> stored_order(("embed",), ("vocab",), kernel_transposed=True)
-    ('vocab', 'embed')
-    """
-    return (*out_part, *in_part) if kernel_transposed else (*in_part, *out_part)
-
-
 class DenseGeneral(nnx.Module):
     """A dense layer over one or more input axes; the LM-head fixes are its options.
 
@@ -91,7 +82,7 @@ class DenseGeneral(nnx.Module):
             1.0, "fan_in", "truncated_normal", in_axis=in_axes, out_axis=out_axes
         )
         canonical = init(rngs.params(), self.in_features + self.out_features, param_dtype)
-        self.kernel_permutation = stored_order(in_axes, out_axes, kernel_transposed)
+        self.kernel_permutation = out_axes + in_axes if kernel_transposed else in_axes + out_axes
         self.kernel_axes = tuple(kernel_axes[i] for i in self.kernel_permutation if kernel_axes)
         kernel = jnp.transpose(canonical, self.kernel_permutation)
         self.kernel = nnx.Param(kernel, out_sharding=self.kernel_axes or None, eager_sharding=False)

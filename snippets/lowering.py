@@ -160,8 +160,9 @@ def head_loss(config: StepConfig, head: nnx.Module, x: jax.Array, targets: jax.A
 
 def every_mode_and_variant(base: StepConfig) -> list[StepConfig]:
     """``base`` in each shard mode with each head variant its mesh allows, explicit first."""
-    fsdp = "fsdp" in base.axes  # a vocab-parallel head needs an fsdp axis
-    variants = [v for v in VARIANTS if fsdp or not VARIANTS[v].get("lm_head_vocab_parallel")]
+    variants = [
+        v for v in VARIANTS if "fsdp" in base.axes or "lm_head_vocab_parallel" not in VARIANTS[v]
+    ]
     return [base.replace(mode=m, variant=v) for m in SHARD_MODES for v in variants]
 
 
@@ -186,8 +187,7 @@ class Step:
 
 
 def _placed(config: StepConfig, seed: int) -> tuple[Mesh, TinyLM]:
-    """The mesh and the model on it: weights on ``embed`` over an fsdp axis, the head's as
-    :func:`~snippets.lm_head.head_axis_rules` gives."""
+    """The mesh and the model on it, its weights sharded as the logical axis rules say."""
     mesh = make_mesh(config.mesh_shape, config.axes, config.mode)
     model = TinyLM(config, nnx.Rngs(seed))
     fsdp = "fsdp" if "fsdp" in config.axes else None
@@ -204,11 +204,10 @@ def gathered(config: StepConfig, layer: nnx.Module) -> nnx.Module:
     if "fsdp" not in config.axes:
         return layer
     rotated = config.head.lm_head_vocab_parallel  # the head's kernel is the model's only one
-
-    def gather(path: tuple, weight: jax.Array) -> jax.Array:
-        return weight if rotated and ".kernel" in jax.tree_util.keystr(path) else pin(weight, P())
-
-    return jax.tree.map_with_path(gather, layer)
+    return jax.tree.map_with_path(
+        lambda path, w: w if rotated and ".kernel" in jax.tree_util.keystr(path) else pin(w, P()),
+        layer,
+    )
 
 
 def build_step(config: StepConfig, seed: int = 0) -> Step:

@@ -131,5 +131,5 @@ def test_the_custom_vjp_rejects_any_kernel_but_in_out(axis, flag):
     """It writes an ``[in, out]`` kernel's gradient: a layer with any other says so when called."""
     custom_vjp = {"dot_general": kernel_order_dot_general}
     layer = DenseGeneral(16, 8, axis=axis, kernel_transposed=flag, **custom_vjp, rngs=nnx.Rngs(0))
-    with pytest.raises(ValueError, match=r"contracts the input's last axis with a \[in, out\]"):
+    with pytest.raises(ValueError, match=r"last axis times a 2-axis \[in, out\] kernel's"):
         layer(jnp.ones((16, 16)))

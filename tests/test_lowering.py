@@ -113,9 +113,7 @@ def test_every_variant_has_the_same_gradients(mesh, mode):
         np.testing.assert_allclose(
             kernel.T if variant == "VE" else kernel, ev_kernel, rtol=1e-5, atol=1e-7
         )
-        np.testing.assert_allclose(
-            other.embedding[...], grads.embedding[...], rtol=1e-5, atol=1e-7
-        )
+        np.testing.assert_allclose(other.embedding[...], grads.embedding[...], rtol=1e-5, atol=1e-7)
 
 
 def test_the_step_runs_on_the_mesh():

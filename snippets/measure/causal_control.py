@@ -89,8 +89,7 @@ def control(config: StepConfig, remover: bool = False) -> dict:
     dumps, error = compile_with_dumps(lowered, remover)
     ending = check_ending(f"{config.mode}/{config.variant}", calls, error, remover)
     final = one_dump(dumps, "after_optimizations.txt")
-    dims = config.kernel_dims
-    stored = dims[::-1] if config.head.lm_head_kernel_transposed else dims
+    stored = config.kernel_dims[:: -1 if config.head.lm_head_kernel_transposed else 1]
     transposes = [r for r in relayouts(final, stored) if r.opcode == "transpose"]
     first_module = pass_order(dumps)["module_before_first_algsimp"]
     return {
@@ -100,7 +99,7 @@ def control(config: StepConfig, remover: bool = False) -> dict:
         "gradient_in_kernel_order": bool(kernel_order_dots(final, stored)) and not transposes,
         "gradient_transposes": len(transposes),
         "sharding_calls_at_first_simplifier": sharding_call_count(first_module),
-        "chain_at_site": _last_site_chain(dumps, dims),
+        "chain_at_site": _last_site_chain(dumps, config.kernel_dims),
         "ending": ending,
     }
 

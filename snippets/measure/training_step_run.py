@@ -26,5 +26,4 @@ def main(argv: list[str] | None = None) -> None:
         model = SmallLM(args.layers, nnx.Rngs(0))
         optimizer = nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)
         tokens = jax.device_put(jnp.zeros((BATCH, SEQ + 1), jnp.int32), P("data"))
-        loss, model, optimizer = train_step(model, optimizer, tokens)
-        print(f"loss after one step: {float(loss):.3f}")
+        print(f"loss after one step: {float(train_step(model, optimizer, tokens)[0]):.3f}")
