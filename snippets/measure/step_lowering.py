@@ -47,7 +47,7 @@ def lower_built(step: Step, dump_passes: bool = False) -> LoweredStep:
     hlo = lowered.compiler_ir("hlo").as_hlo_text()
     leaves = jax.tree.leaves_with_path(lowered.out_info)
     paths = [jax.tree_util.keystr(path) for path, _ in leaves]
-    kernel = tuple(i for i, path in enumerate(paths) if ".head.kernel" in path)
+    kernel = tuple(i for i, path in enumerate(paths) if ".kernel." in path)  # the head's
     return LoweredStep(step.config, lowered.as_text(), hlo, compiled, dumps, kernel)
 
 
