@@ -4,7 +4,7 @@
 model. :func:`read_stablehlo` instead walks the module with the MLIR Python bindings and makes
 the :class:`~snippets.hlo.program.Instruction` records XLA's conversion to HLO would print, only for the
 operations the site finder reaches (a few thousand of a llama2-7b step's tens of thousands):
-the same finder then reads them. No command line; :func:`snippets.measure.barrier.find_barriers` uses it.
+the same finder then reads them. No command line; :func:`snippets.hlo.lowered.find_barriers` uses it.
 """
 
 from __future__ import annotations
