@@ -11,9 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import jax
-
 from snippets.devices import SHARD_MODES, setup_devices
+from snippets.hlo.lowered import output_names
 from snippets.lowering import DTYPES, MESH_LAYOUTS, VARIANTS, Step, StepConfig, build_step
 from snippets.support.cli import Parser, check_memory, positive_int, reported
 from snippets.support.tables import print_report
@@ -45,9 +44,8 @@ def lower_built(step: Step, dump_passes: bool = False) -> LoweredStep:
         compiled = lowered.compile(compiler_options=options).as_text()
         dumps = read_pass_dumps(directory)  # none without dump_passes
     hlo = lowered.compiler_ir("hlo").as_hlo_text()
-    leaves = jax.tree.leaves_with_path(lowered.out_info)
-    paths = [jax.tree_util.keystr(path) for path, _ in leaves]
-    kernel = tuple(i for i, path in enumerate(paths) if ".kernel." in path)  # the head's
+    names = output_names(lowered)  # head.kernel, 0.mu.head.kernel (an Adam moment), 0.kernel
+    kernel = tuple(i for i, name in enumerate(names) if name.endswith("kernel"))  # its only one
     return LoweredStep(step.config, lowered.as_text(), hlo, compiled, dumps, kernel)
 
 
