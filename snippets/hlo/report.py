@@ -57,7 +57,7 @@ def site_lines(site: TransposeSite, new: bool = True) -> list[str]:
     where = readable(site.user_source) or "no source line"
     lines = [f"  {label:<9} {where}  {what(site)}  {site.chain}{trips}"]
     if site.blocked:
-        placed = {
+        placed: dict[str | None, str] = {
             "constraint": "your with_sharding_constraint",
             "explicit": "an explicit mesh's type",
         }
@@ -164,7 +164,7 @@ def sarif(found: dict[Module, list[TransposeSite]], new: dict) -> str:
     for module, sites in found.items():
         for site in (s for s in sites if s.blocked and not module.same_as):
             file, line = _place(module, site)
-            location = {"artifactLocation": {"uri": file}}
+            location: dict[str, object] = {"artifactLocation": {"uri": file}}
             location |= {"region": {"startLine": line}} if line else {}
             results.append(
                 {
