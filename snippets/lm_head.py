@@ -239,4 +239,4 @@ def head_kernel_spec(
             f"PartitionSpec {check} does not fit the LM head kernel stored as [{', '.join(axes)}] "
             f"(lm_head_kernel_transposed={transposed}); the rules give {spec}."
         )
-    return spec
+    return spec  # type: ignore[return-value]  # flax types it Optional: None for no axis names
