@@ -198,7 +198,7 @@ def head_axis_rules(config: LMHeadConfig, fsdp: str | None) -> list[tuple[str, s
 
 def build_output_head(
     config: LMHeadConfig, *, rngs: nnx.Rngs, embedding: nnx.Embed | None = None
-) -> DenseGeneral | Callable[[jax.Array], jax.Array]:
+) -> DenseGeneral | Callable[..., jax.Array]:  # the tied head: Embed.attend
     """The untied dense head with the config's fix; tied, the embedding attending on its input."""
     if not config.logits_via_embedding:
         return DenseGeneral(
