@@ -232,7 +232,7 @@ def find_barriers(lowered: jax.stages.Lowered) -> list[TransposeSite]:
     return [
         dataclasses.replace(
             site,
-            output=None if site.output is None else names[site.output],
+            output=names[site.output] if isinstance(site.output, int) else site.output,
             source=site.source and short_path(site.source, files),
         )
         for site in find_sites(program)
