@@ -16,7 +16,7 @@ from snippets.lowering import (
     build_step,
     every_mode_and_variant,
 )
-from snippets.measure.barrier import pass_window, pin_diff, run_report, single_device_control
+from snippets.measure.barrier import logits_pin_diff, pass_window, run_report, single_device_control
 from snippets.measure.maxtext_decoder import DecoderConfig
 from snippets.measure.step_lowering import lower_step
 
@@ -92,7 +92,7 @@ def test_ev_keeps_a_relayout_of_the_weight_gradient_on_cpu(runs, mode):
 
 
 def test_the_out_sharding_pin_contributes_nothing():
-    pin = pin_diff(BASE)
+    pin = logits_pin_diff(BASE)
     assert pin["lines"] == []
     assert pin["sharding_calls_from_pin"] == 0
     assert pin["sharding_calls_pinned"] > 0

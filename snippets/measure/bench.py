@@ -15,8 +15,9 @@ from snippets.support.tables import print_report
 from snippets.support.timing import interleaved, milliseconds, ratio_range, verdict
 
 QUICK = {"emb": 128, "vocab": 2048, "batch": 8, "seq": 32}, 7
+"""Sizes and interleaved repeats of the quick setting, the docs build's."""
 FULL = {"emb": 512, "vocab": 32000, "batch": 8, "seq": 64}, 15
-"""Sizes and interleaved repeats of the quick setting (the docs build's) and of ``--full``."""
+"""Sizes and interleaved repeats of ``--full``."""
 
 
 def bench(base: StepConfig, repeats: int, warmup: int = 2) -> list[dict]:

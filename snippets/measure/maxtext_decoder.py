@@ -3,7 +3,7 @@
 The model is MaxText's (the ``maxtext`` package, llama2-style decoder), built from
 its ``base.yml`` with a few overrides that make it small; the step is the gradient
 of a loss on its logits. Everything is read from the lowered and compiled programs
-with :func:`snippets.measure.barrier.find_barriers` and :mod:`snippets.hlo`.
+with :func:`snippets.hlo.lowered.find_barriers` and :mod:`snippets.hlo`.
 
 ``python -m snippets maxtext_decoder [--json] [--emb E] [--vocab V] [--layers L] [--scan]
 [--mesh dp|dp_fsdp] [--causal] [--compiled]`` prints, per shard mode, the ``Sharding``
@@ -31,11 +31,12 @@ from snippets.devices import MESH_DEVICES, SHARD_MODES, pick_devices, setup_devi
 from snippets.hlo.counts import sharding_call_count
 from snippets.hlo.dumps import pass_order
 from snippets.hlo.gradients import kernel_relayouts
+from snippets.hlo.lowered import find_barriers, output_names
 from snippets.hlo.program import Instruction, attribute_dims, instructions
+from snippets.hlo.provenance import readable
 from snippets.hlo.shapes import array_shapes, layout, shape_bytes
 from snippets.hlo.sites import TransposeSite, transpose_of_dot_sites, value_source
 from snippets.lowering import MESH_LAYOUTS, MeshLayout, mesh_shape
-from snippets.measure.barrier import find_barriers, output_name
 from snippets.measure.causal_control import (
     XlaChangedError,
     check_ending,
@@ -191,8 +192,7 @@ def lower_decoder(config: DecoderConfig, mode: str, devices: int = MESH_DEVICES)
             return nnx.grad(loss)(nnx.merge(graphdef, params, rest), tokens, positions)
 
         lowered = jax.jit(step).lower(params, rest, tokens, tokens)  # positions: same type
-    leaves = jax.tree.leaves_with_path(lowered.out_info)
-    names = [output_name(path).replace(".", "/") for path, _ in leaves]  # as site_row names them
+    names = [name.replace(".", "/") for name in output_names(lowered)]  # as site_row names them
     return Decoder(mode, lowered, names, devices)
 
 
@@ -203,7 +203,7 @@ def site_row(site: TransposeSite) -> dict:
         "between": list(site.between),
         "parameter": site.output.replace(".", "/") if isinstance(site.output, str) else None,
         "op_name": site.op_name,
-        "source": site.source,
+        "source": readable(site.source),
         "bytes": shape_bytes(site.shape),
     }
 

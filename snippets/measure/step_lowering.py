@@ -14,6 +14,7 @@ from typing import Any
 import jax
 
 from snippets.devices import SHARD_MODES, setup_devices
+from snippets.hlo.lowered import output_names
 from snippets.lowering import DTYPES, MESH_LAYOUTS, VARIANTS, Step, StepConfig, build_step
 from snippets.support.cli import Parser, SetupError, check_memory, positive_int, reported
 from snippets.support.tables import print_report
@@ -59,9 +60,8 @@ def lower_built(step: Step, dump_passes: bool = False) -> LoweredStep:
         compiled = compiled_text(lowered.compile(compiler_options=options))
         dumps = read_pass_dumps(directory)  # none without dump_passes
     hlo = hlo_text(lowered)
-    leaves = jax.tree.leaves_with_path(lowered.out_info)
-    paths = [jax.tree_util.keystr(path) for path, _ in leaves]
-    kernel = tuple(i for i, path in enumerate(paths) if "['head']['kernel']" in path)
+    names = output_names(lowered)  # head.kernel, and 0.mu.head.kernel for an Adam moment
+    kernel = tuple(i for i, name in enumerate(names) if name.endswith("head.kernel"))
     return LoweredStep(step.config, lowered.as_text(), hlo, compiled, dumps, kernel)
 
 
