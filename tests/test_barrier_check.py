@@ -163,6 +163,19 @@ def cut_after_line(text: str) -> str:
     return text[: text.index("\n", text.index(" dot(")) + 1]
 
 
+NO_TUPLE_INDEX = """HloModule m
+
+ENTRY %main (a: f32[2,4], b: f32[4,8]) -> f32[8,2] {
+  %a = f32[2,4]{1,0} parameter(0)
+  %b = f32[4,8]{1,0} parameter(1)
+  %tup = (f32[2,4]{1,0}, f32[4,8]{1,0}) tuple(f32[2,4]{1,0} %a, f32[4,8]{1,0} %b)
+  %g = f32[2,4]{1,0} get-tuple-element((f32[2,4]{1,0}, f32[4,8]{1,0}) %tup)
+  %d = f32[2,8]{1,0} dot(f32[2,4]{1,0} %g, f32[4,8]{1,0} %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %t = f32[8,2]{1,0} transpose(f32[2,8]{1,0} %d), dimensions={1,0}
+}
+"""
+"""A module whose get-tuple-element lost its ``index=``: an edited file, not one XLA writes."""
+
 BAD_INPUT = {
     "missing path": (lambda files, tmp: str(tmp / "nothing.txt"), ["no such file"]),
     "directory without a module": (
@@ -206,6 +219,10 @@ BAD_INPUT = {
             tmp, "no_entry.txt", files["explicit"]["dump"].read_text().replace("ENTRY ", "")
         ),
         ["no ENTRY computation"],
+    ),
+    "a tuple read without its index": (
+        lambda files, tmp: write(tmp, "no_index.txt", NO_TUPLE_INDEX),
+        ["get-tuple-element g", "no index="],
     ),
     "not HLO at all": (
         lambda files, tmp: write(tmp, "notes.txt", "dot then transpose\n"),

@@ -44,6 +44,8 @@ def find_barriers(lowered: jax.stages.Lowered) -> list[TransposeSite]:
     """
     names = output_names(lowered)
     return [
-        dataclasses.replace(site, output=None if site.output is None else names[site.output])
+        dataclasses.replace(
+            site, output=names[site.output] if isinstance(site.output, int) else site.output
+        )
         for site in find_sites(read_stablehlo(lowered.compiler_ir()))
     ]

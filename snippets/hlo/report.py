@@ -46,7 +46,7 @@ def site_lines(site: TransposeSite, new: bool = True) -> list[str]:
     the transpose."""
     lines = [f"  {site.line(None if new or not site.blocked else 'accepted')}"]
     if site.blocked:
-        placed = {
+        placed: dict[str | None, str] = {
             "constraint": "your with_sharding_constraint",
             "explicit": "an explicit mesh's type",
         }
@@ -153,7 +153,7 @@ def sarif(found: dict[Module, list[TransposeSite]], new: dict) -> str:
     for module, sites in found.items():
         for site in (s for s in sites if s.blocked and not module.same_as):
             file, line = _place(module, site)
-            location = {"artifactLocation": {"uri": file}}
+            location: dict[str, object] = {"artifactLocation": {"uri": file}}
             location |= {"region": {"startLine": line}} if line else {}
             results.append(
                 {

@@ -5,6 +5,7 @@ would fold it. One definition of a site, whichever reader made the :class:`~snip
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 from snippets.hlo import fold, provenance
 from snippets.hlo.loops import run_counts
@@ -97,7 +98,7 @@ class TransposeSite:
 
 
 def value_source(
-    inst: Instruction, by_name: dict[str, Instruction]
+    inst: Instruction, by_name: Mapping[str, Instruction]
 ) -> tuple[list[Instruction], Instruction | None]:
     """The pass-through ops behind ``inst``'s operand, nearest first, and what made the value
     (``None``: from outside); a tuple or combined all-reduce is followed into the operand selected,

@@ -52,7 +52,7 @@ class _OnDemand(Mapping):
     """A mapping over ``known``'s keys whose values ``make`` computes on first access."""
 
     def __init__(self, make: Callable[[str], Any], known: Mapping) -> None:
-        self.make, self.known, self.made = make, known, {}
+        self.make, self.known, self.made = make, known, dict[str, Any]()
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.made:
@@ -172,6 +172,7 @@ class StableHLOProgram:
         return comp
 
     def _record(self, name: str) -> Instruction:
+        operands: tuple[str, ...]
         kind, first, *rest = self.handles[name]
         if kind == "op":
             return self._operation(name, first)
@@ -338,7 +339,7 @@ def _details(op: Any, opcode: str, operands: tuple, shape: Callable) -> tuple[st
         return opcode, operands, f", to_apply={_symbol(op.attributes['callee'])}"
     if opcode == "transpose":
         order = re.search(r"array<i64(?:: ([\d, ]*))?>", str(op.attributes["permutation"]))
-        return opcode, operands, f", dimensions={{{(order[1] or '').replace(' ', '')}}}"
+        return opcode, operands, f", dimensions={{{((order and order[1]) or '').replace(' ', '')}}}"
     if opcode == "dot":
         numbers = str(op.attributes["dot_dimension_numbers"])
         parts = [

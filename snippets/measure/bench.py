@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     sizes, repeats = FULL if args.full else QUICK
     with reported(args.debug):
-        base = StepConfig(devices=args.devices, mesh=args.mesh, **sizes)
+        base = StepConfig.model_validate({"devices": args.devices, "mesh": args.mesh, **sizes})
         runs = len(every_mode_and_variant(base))
         check_memory(runs * base.step_bytes, f"{runs} steps of {sizes}")
         setup_devices(args.devices)

@@ -34,6 +34,7 @@ from snippets.devices import MESH_DEVICES, SHARD_MODES, make_mesh, setup_devices
 from snippets.hlo.collectives import collectives
 from snippets.hlo.program import attribute_dims, computations
 from snippets.hlo.shapes import array_shapes, elements
+from snippets.measure.step_lowering import compiled_text
 from snippets.support.cli import Parser, reported
 from snippets.support.tables import print_report
 
@@ -239,7 +240,7 @@ def mismatched_layout(axis_type: AxisType) -> str:
     with jax.set_mesh(mesh_of(axis_type)):
         p = jax.device_put(jnp.ones((8, 8)), P("x", None))
         u = jax.device_put(jnp.ones((8, 8)), P(None, "x"))
-        text = jax.jit(jnp.add).lower(p, u).compile().as_text()
+        text = compiled_text(jax.jit(jnp.add).lower(p, u).compile())
         kinds = sorted({op.kind for op in collectives(text)})
         return f"compiles with {', '.join(kinds) or 'no collective'}"
 
@@ -256,7 +257,7 @@ def pinned_module(axis_type: AxisType, shape: Sequence[int] = (2, 2)) -> str:
             y = jnp.einsum("bse,ef->bsf", x, w)
             return constrain(y, P("fsdp", "tensor", None))
 
-        return jax.jit(f).lower(x, w).compile().as_text()
+        return compiled_text(jax.jit(f).lower(x, w).compile())
 
 
 def pinned_intermediate(axis_type: AxisType) -> str:

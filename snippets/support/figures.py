@@ -56,7 +56,7 @@ class DataFigure:
 def smallest_font_pt(figure: Figure) -> float:
     """The smallest font size, in points, of any visible non-empty text in ``figure``."""
     texts = [t for t in figure.findobj(Text) if t.get_visible() and t.get_text().strip()]
-    return min((text.get_fontsize() for text in texts), default=MIN_FONT_PT)
+    return min((float(text.get_fontsize()) for text in texts), default=MIN_FONT_PT)
 
 
 def _figure(height_in: float) -> tuple[Figure, Any]:
