@@ -11,7 +11,7 @@ one ``dot_general`` (``lax.dot_general`` by default) and MaxText's checks. Run
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, cast
 
 import jax
 import jax.numpy as jnp
@@ -25,8 +25,14 @@ from pydantic import model_validator
 from snippets.kernel_order_grad import auto_axes_dot_general, kernel_order_dot_general
 from snippets.support.config import Config, PositiveInt
 
-KERNEL_ORDER = {"custom_vjp": kernel_order_dot_general, "auto_axes": auto_axes_dot_general}
-"""The two ways to write the weight gradient in kernel order, as ``dot_general`` functions."""
+KernelOrder = Literal["custom_vjp", "auto_axes"]
+KERNEL_ORDER: dict[KernelOrder | None, Callable[..., jax.Array]] = {
+    None: lax.dot_general,
+    "custom_vjp": kernel_order_dot_general,
+    "auto_axes": auto_axes_dot_general,
+}
+"""The head's ``dot_general`` for each ``lm_head_weight_grad_in_kernel_order``: the plain one, or
+one of the two that write the weight gradient in kernel order."""
 
 
 def canonical_tuple(value: int | Iterable[int]) -> tuple[int, ...]:
@@ -140,7 +146,7 @@ class LMHeadConfig(Config):
     """Tie the head to the token embedding (attend on it) instead of an untied kernel."""
     lm_head_kernel_transposed: bool = False
     """Store the untied kernel ``[vocab, embed]``: the checkpoint's orientation changes."""
-    lm_head_weight_grad_in_kernel_order: Literal[*KERNEL_ORDER] | None = None
+    lm_head_weight_grad_in_kernel_order: KernelOrder | None = None
     """Keep the kernel ``[embed, vocab]`` and write its gradient in that order, this way."""
     lm_head_vocab_parallel: bool = False
     """Shard the untied kernel on ``vocab``, not ``embed`` (:func:`head_axis_rules`)."""
@@ -186,13 +192,12 @@ def build_output_head(
 ) -> DenseGeneral | Callable[..., jax.Array]:  # the tied head: Embed.attend
     """The untied dense head with the config's fix; tied, the embedding attending on its input."""
     if not config.logits_via_embedding:
-        dot_general = KERNEL_ORDER.get(config.lm_head_weight_grad_in_kernel_order, lax.dot_general)
         return DenseGeneral(
             config.emb_dim,
             config.vocab_size,
             kernel_axes=HEAD_KERNEL_AXES,
             kernel_transposed=config.lm_head_kernel_transposed,
-            dot_general=dot_general,
+            dot_general=KERNEL_ORDER[config.lm_head_weight_grad_in_kernel_order],
             rngs=rngs,
         )
     if embedding is None:
@@ -218,13 +223,13 @@ def head_kernel_spec(
             f"The logical rules {rules} have no rule for {missing}; add e.g. ({missing[0]!r}, "
             f"'model') to shard it, or ({missing[0]!r}, None) to replicate it on purpose."
         )
-    head = nnx.eval_shape(lambda: build_output_head(config, rngs=nnx.Rngs(0)))
+    head = cast(DenseGeneral, nnx.eval_shape(lambda: build_output_head(config, rngs=nnx.Rngs(0))))
     with nnx.logical_axis_rules(rules):
-        spec = nnx.get_partition_spec(head.kernel).get_value()
+        spec = cast(PartitionSpec, nnx.get_partition_spec(head.kernel).get_value())
     if check is not None and PartitionSpec(*check, *[None] * (2 - len(check))) != spec:
         raise ValueError(
             f"PartitionSpec {check} does not fit the LM head kernel stored as "
-            f"[{', '.join(head.kernel_axes)}] (lm_head_kernel_transposed="
+            f"[{', '.join(map(str, head.kernel_axes))}] (lm_head_kernel_transposed="
             f"{config.lm_head_kernel_transposed}); the rules give {spec}."
         )
-    return spec  # type: ignore[return-value]  # flax types it Optional: None for no axis names
+    return spec

@@ -7,6 +7,7 @@ prints its size, or the text of one of its programs (``--help`` lists its sizes 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any, Literal, Self
 
 import jax
@@ -146,7 +147,7 @@ class TinyLM(nnx.Module):
         return self.norm(self.embedding[...].at[tokens].get(out_sharding=activations))
 
 
-def head_loss(config: StepConfig, head: nnx.Module, x: jax.Array, targets: jax.Array) -> jax.Array:
+def head_loss(config: StepConfig, head: Callable, x: jax.Array, targets: jax.Array) -> jax.Array:
     """The ``head`` on ``x`` and the mean cross-entropy of its logits against ``targets``."""
     if config.head.lm_head_vocab_parallel:  # gather the hidden state, not the kernel
         logits = vocab_parallel_logits(x, head, config.data_axes)

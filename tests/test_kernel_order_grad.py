@@ -27,7 +27,7 @@ def logits(dot_general):
     return head
 
 
-HEADS = {name: logits(dot_general) for name, dot_general in KERNEL_ORDER.items()}
+HEADS = {name: logits(dot_general) for name, dot_general in KERNEL_ORDER.items() if name}
 
 
 def _inputs():
