@@ -31,8 +31,7 @@ KERNEL_ORDER: dict[KernelOrder | None, Callable[..., jax.Array]] = {
     "custom_vjp": kernel_order_dot_general,
     "auto_axes": auto_axes_dot_general,
 }
-"""The head's ``dot_general`` for each ``lm_head_weight_grad_in_kernel_order``: the plain one, or
-one of the two that write the weight gradient in kernel order."""
+"""The head's ``dot_general`` for each ``lm_head_weight_grad_in_kernel_order`` value."""
 
 
 def canonical_tuple(value: int | Iterable[int]) -> tuple[int, ...]:
@@ -51,9 +50,8 @@ class DenseGeneral(nnx.Module):
       use_bias: add a bias over the output axes.
       param_dtype: dtype of the parameters.
       kernel_transposed: store the kernel ``[out..., in...]`` (the PR's fix).
-      dot_general: the product, with ``lax.dot_general``'s signature (as Flax's
-        ``LinearGeneral``); a :data:`KERNEL_ORDER` function writes the weight gradient in the
-        kernel's order, the design doc's fix.
+      dot_general: the product, of ``lax.dot_general``'s signature (as Flax's ``LinearGeneral``);
+        a :data:`KERNEL_ORDER` one writes the weight gradient in kernel order, the doc's fix.
       rngs: the random streams that initialise the kernel.
     """
 
@@ -153,11 +151,7 @@ class LMHeadConfig(Config):
 
     @model_validator(mode="after")
     def _fixes_need_an_untied_head(self) -> Self:
-        for flag in (
-            "lm_head_kernel_transposed",
-            "lm_head_weight_grad_in_kernel_order",
-            "lm_head_vocab_parallel",
-        ):
+        for flag in [name for name in type(self).model_fields if name.startswith("lm_head_")]:
             if self.logits_via_embedding and getattr(self, flag):
                 raise ValueError(
                     f"{flag}={getattr(self, flag)!r} requires logits_via_embedding=False: a tied "
