@@ -63,6 +63,8 @@ nitpick_ignore_regex = [
     ("py:class", r"(numpy|optax|matplotlib|orbax|pydantic)\..*"),
     # What autodoc prints of snippets.support.config.PositiveInt's Annotated[int, Field(...)] metadata.
     ("py:class", r"\w+=.*|Strict|Ge|FieldInfo"),
+    # A generic function's type parameter (def interleaved[K: Hashable]): no class to link to.
+    ("py:class", r"[A-Z]"),
 ]
 viewcode_follow_imported_members = False  # an imported name's page would link under the importer
 autodoc_member_order = "bysource"

@@ -118,11 +118,14 @@ def lint(session: nox.Session) -> None:
 
     Ruff (check and format) on the Python and on the guides' code cells, mdformat with
     mdformat-myst, codespell, validate-pyproject, the GitHub workflow and Read the Docs
-    schemas, actionlint and zizmor. ``nox -s lint -- HOOK_ID`` runs one hook.
+    schemas, actionlint and zizmor; then mypy on ``snippets/`` (``[tool.mypy]``), against the
+    guides' stack. ``nox -s lint -- HOOK_ID`` runs one hook, and no mypy.
     """
     install(session, "lint", project=False)
     install_node_tools(session)
     session.run("pre-commit", "run", "--all-files", *session.posargs)
+    if not session.posargs:
+        session.run("mypy")
 
 
 @nox.session(python=PYTHON, default=True)

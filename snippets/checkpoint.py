@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, Final, Literal, TypedDict
 
 import jax
 import jax.numpy as jnp
@@ -25,8 +26,8 @@ from snippets.lm_head import DenseGeneral
 from snippets.support.cli import one_line
 from snippets.support.config import PositiveInt
 
-CANONICAL = "in_out"
-TRANSPOSED = "out_in"
+CANONICAL: Final = "in_out"
+TRANSPOSED: Final = "out_in"
 """The two kernel layouts a record can name: ``[in..., out...]`` and ``[out..., in...]``."""
 Features = Annotated[list[PositiveInt], Field(min_length=1)]
 
@@ -107,8 +108,8 @@ WHY_RECORDS = {
 }
 
 
-def _read_record(directory: Path, item: str, schema: type, error: type[CheckpointError]) -> dict:
-    """One JSON record of the checkpoint, each entry checked against ``schema``."""
+def _read_record[R](directory: Path, item: str, schema: type[R], error: type[CheckpointError]) -> R:
+    """One JSON record of the checkpoint, checked against ``schema``."""
     if not directory.is_dir():
         raise FileNotFoundError(f"There is no checkpoint at {directory}: no such directory.")
     if not (directory / item).exists():
@@ -120,7 +121,7 @@ def _read_record(directory: Path, item: str, schema: type, error: type[Checkpoin
         with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
             args = ocp.args.Composite(**{item: ocp.args.JsonRestore()})
             record = checkpointer.restore(directory, args=args)[item]
-        return TypeAdapter(dict[str, schema]).validate_python(record)
+        return TypeAdapter(schema).validate_python(record)
     except (json.JSONDecodeError, ValidationError) as cause:
         raise error(
             f"The {item} record of {directory} is malformed: {one_line(cause)}; re-save it."
@@ -130,7 +131,7 @@ def _read_record(directory: Path, item: str, schema: type, error: type[Checkpoin
 def read_orientation(directory: str | Path) -> dict[str, KernelRecord]:
     """The orientation record of a checkpoint; raises if it is missing or malformed."""
     directory = Path(directory).expanduser().resolve()
-    return _read_record(directory, "orientation", KernelRecord, OrientationError)
+    return _read_record(directory, "orientation", dict[str, KernelRecord], OrientationError)
 
 
 def _check_records(stored: dict[str, KernelRecord], target: dict[str, KernelRecord]) -> None:
@@ -146,7 +147,7 @@ def _check_records(stored: dict[str, KernelRecord], target: dict[str, KernelReco
             )
 
 
-def _permuted(target: jax.Array, permutation: tuple[int, ...]) -> jax.ShapeDtypeStruct:
+def _permuted(target: jax.Array, permutation: Sequence[int]) -> jax.ShapeDtypeStruct:
     """``target``'s shape and named sharding with their axes reordered by ``permutation``."""
     sharding = target.sharding
     if isinstance(sharding, NamedSharding):
@@ -188,7 +189,7 @@ def restore(directory: str | Path, model: nnx.Module) -> nnx.Module:
     if not (directory / "params").is_dir():
         raise CheckpointError(f"Checkpoint {directory} has no params/ folder: it holds no arrays.")
     _check_records(stored_layouts, layouts)
-    checksums = _read_record(directory, "checksums", Checksum, CheckpointError)
+    checksums = _read_record(directory, "checksums", dict[str, Checksum], CheckpointError)
     state = nnx.state(model, nnx.Param)
     targets = flatten_dict(nnx.to_pure_dict(state), sep="/")
     flips = {  # kernel path -> the permutation from the model's layout to the stored one

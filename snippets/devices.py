@@ -10,6 +10,7 @@ import math
 import os
 import re
 from collections.abc import Sequence
+from typing import Literal
 
 import jax
 from jax.sharding import AxisType, Mesh
@@ -18,7 +19,8 @@ from pydantic import validate_call
 from snippets.support.cli import SetupError, available_memory
 from snippets.support.config import PositiveInt
 
-SHARD_MODES: dict[str, AxisType] = {"explicit": AxisType.Explicit, "auto": AxisType.Auto}
+ShardMode = Literal["explicit", "auto"]
+SHARD_MODES: dict[ShardMode, AxisType] = {"explicit": AxisType.Explicit, "auto": AxisType.Auto}
 """The two shard modes, as a config writes them, and the mesh axis type each one means."""
 
 MESH_DEVICES = 4

@@ -46,17 +46,17 @@ def per_rank(array: jax.Array, mesh: Mesh) -> list[np.ndarray]:
     return [by_device[device] for device in mesh.devices.flat]
 
 
-def _on_ranks(body: Callable, mesh: Mesh, out_specs: P) -> Callable:
+def _on_ranks(body: Callable, mesh: Mesh, out_specs: P) -> jax.stages.Wrapped:
     """``body(a_block, b_block)`` run on every rank by ``shard_map``, jitted."""
     return jax.jit(shard_map(body, mesh=mesh, in_specs=BLOCKS, out_specs=out_specs))
 
 
-def local_products(mesh: Mesh) -> Callable:
+def local_products(mesh: Mesh) -> jax.stages.Wrapped:
     """Each rank's unfinished ``C_r = A[:, K_r] @ B[K_r, :]``, stacked along a leading rank axis."""
     return _on_ranks(lambda a, b: (a @ b)[None], mesh, P(AXIS))
 
 
-def concatenate_partials(mesh: Mesh) -> Callable:
+def concatenate_partials(mesh: Mesh) -> jax.stages.Wrapped:
     """The wrong way: declare the unfinished products row-sharded, which concatenates them."""
     return _on_ranks(lambda a, b: a @ b, mesh, P(AXIS, None))
 
@@ -66,17 +66,17 @@ def _finished_rows(a: jax.Array, b: jax.Array) -> jax.Array:
     return jax.lax.psum_scatter(a @ b, AXIS, scatter_dimension=0, tiled=True)
 
 
-def reduce_scatter(mesh: Mesh) -> Callable:
+def reduce_scatter(mesh: Mesh) -> jax.stages.Wrapped:
     """Finish the sums and leave rank r with row block r of C."""
     return _on_ranks(_finished_rows, mesh, P(AXIS, None))
 
 
-def all_reduce(mesh: Mesh) -> Callable:
+def all_reduce(mesh: Mesh) -> jax.stages.Wrapped:
     """Finish the sums and leave every rank with the whole of C."""
     return _on_ranks(lambda a, b: jax.lax.psum(a @ b, AXIS), mesh, P())
 
 
-def reduce_scatter_then_all_gather(mesh: Mesh) -> Callable:
+def reduce_scatter_then_all_gather(mesh: Mesh) -> jax.stages.Wrapped:
     """Reduce-scatter, then all-gather the finished rows: every rank holds C.
 
     ``to="invarying"`` makes the gathered value's type say it is the same on every rank, as

@@ -80,7 +80,7 @@ def auto_axes_dot_general(
     )
     tagged = any(_reduction_tagged(operand) for operand in (lhs, rhs))
     if tagged or not jax.typeof(lhs).sharding.mesh.are_all_axes_explicit:
-        return dot(lhs, rhs, out_sharding=out_sharding)
+        return dot(lhs, rhs, out_sharding=out_sharding)  # type: ignore[call-arg]  # mypy#18644
     if out_sharding is None:
         out_sharding = jax.eval_shape(dot, lhs, rhs).sharding
     return jax.sharding.auto_axes(dot, out_sharding=out_sharding)(lhs, rhs)

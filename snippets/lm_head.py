@@ -198,7 +198,7 @@ def head_axis_rules(config: LMHeadConfig, fsdp: str | None) -> list[tuple[str, s
 
 def build_output_head(
     config: LMHeadConfig, *, rngs: nnx.Rngs, embedding: nnx.Embed | None = None
-) -> DenseGeneral | Callable[[jax.Array], jax.Array]:
+) -> DenseGeneral | Callable[..., jax.Array]:  # the tied head: Embed.attend
     """The untied dense head with the config's fix; tied, the embedding attending on its input."""
     if not config.logits_via_embedding:
         return DenseGeneral(
@@ -239,4 +239,4 @@ def head_kernel_spec(
             f"PartitionSpec {check} does not fit the LM head kernel stored as [{', '.join(axes)}] "
             f"(lm_head_kernel_transposed={transposed}); the rules give {spec}."
         )
-    return spec
+    return spec  # type: ignore[return-value]  # flax types it Optional: None for no axis names

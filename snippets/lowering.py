@@ -17,12 +17,12 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 from pydantic import model_validator
 
-from snippets.devices import MESH_DEVICES, SHARD_MODES, make_mesh
+from snippets.devices import MESH_DEVICES, SHARD_MODES, ShardMode, make_mesh
 from snippets.lm_head import LMHeadConfig, build_output_head, head_axis_rules
 from snippets.support.config import Config, PositiveInt
 from snippets.vocab_parallel import pin, vocab_parallel_cross_entropy, vocab_parallel_logits
 
-VARIANTS = {
+VARIANTS: dict[str, dict[str, Any]] = {  # LMHeadConfig options
     "EV": {},
     "VE": {"lm_head_kernel_transposed": True},
     "kernel-order-grad": {"lm_head_weight_grad_in_kernel_order": "custom_vjp"},
@@ -35,6 +35,7 @@ VARIANTS = {
 DTYPES = ("float32", "bfloat16", "float16")
 OPTIMIZERS = ("none", "adam")
 """``none``: the step returns the loss and gradients; ``adam``: it also applies an AdamW update."""
+MeshLayout = Literal["dp", "dp_fsdp", "fsdp"]
 MESH_LAYOUTS = {"dp": ("data",), "dp_fsdp": ("data", "fsdp"), "fsdp": ("fsdp",)}
 """Mesh layouts: data parallel; data x fsdp (2 x n/2); all fsdp, MaxText's benchmark mesh. The
 batch is sharded over every axis; on an fsdp axis the weights are too, on ``embed``."""
@@ -52,17 +53,17 @@ def mesh_shape(layout: str, devices: int) -> tuple[int, ...]:
 class StepConfig(Config):
     """Everything that decides the lowered step; an invalid combination fails on construction."""
 
-    mode: Literal[*SHARD_MODES] = "explicit"
-    variant: Literal[*VARIANTS] = "EV"
-    mesh: Literal[*MESH_LAYOUTS] = "dp"
+    mode: ShardMode = "explicit"
+    variant: Literal["EV", "VE", "kernel-order-grad", "auto-axes", "vocab-parallel"] = "EV"
+    mesh: MeshLayout = "dp"
     devices: PositiveInt = MESH_DEVICES
     emb: PositiveInt = 64
     vocab: PositiveInt = 256
     batch: PositiveInt = 8
     seq: PositiveInt = 16
-    dtype: Literal[*DTYPES] = "float32"
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     pin_logits: bool = True
-    optimizer: Literal[*OPTIMIZERS] = "none"
+    optimizer: Literal["none", "adam"] = "none"
 
     @model_validator(mode="after")
     def _fits_the_mesh(self) -> Self:

@@ -56,8 +56,8 @@ def test_the_cli_json_carries_every_key(one_run_report, monkeypatch, capsys):
     barrier.main(["--json"])
     report = json.loads(capsys.readouterr().out)
     assert set(report) == {
-        *("backend", "device_kind", "devices", "mesh", "sizes", "pass_order", "runs", "pin"),
-        *("pin_diff_lines", "single_device_folded", "single_device", "lowered_for"),
+        *("backend", "device_kind", "devices", "mesh", "sizes", "pass_order", "runs", "logits_pin"),
+        *("logits_pin_diff_lines", "single_device_folded", "single_device", "lowered_for"),
         "causal_control",
     }
     for platform in ("tpu", "cuda"):

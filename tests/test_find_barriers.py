@@ -9,12 +9,12 @@ import pytest
 from flax import nnx
 
 from snippets.hlo.loops import run_counts
+from snippets.hlo.lowered import find_barriers, output_name
 from snippets.hlo.outputs import outputs_reached
 from snippets.hlo.program import read_hlo
-from snippets.hlo.provenance import user_frame
+from snippets.hlo.provenance import readable, user_frame
 from snippets.hlo.sites import TransposeSite, transpose_of_dot_sites
 from snippets.lowering import StepConfig, build_step
-from snippets.measure.barrier import find_barriers, output_name, short_path
 from tests.hlo_fixtures import SITES
 
 LOOP = """
@@ -90,14 +90,14 @@ def test_outputs_are_followed_through_a_loop_body_and_the_call_that_stacks_them(
 def test_a_site_in_a_loop_runs_once_per_trip_read_from_the_loop_condition():
     (site,) = transpose_of_dot_sites(LOOP)
     assert site.trips == 2  # the counter starts at 0, steps by 1, runs while below 2
-    assert str(site).endswith("x2 (in a loop)")
+    assert str(site).endswith("x2 per run (in a loop)")
     assert transpose_of_dot_sites(LOOP.replace("constant(2)", "constant(7)"))[0].trips == 7
     assert transpose_of_dot_sites(LOOP.replace("direction=LT", "direction=LE"))[0].trips == 3
     known = LOOP.replace("body=body", 'body=body, backend_config={"known_trip_count":{"n":"9"}}')
     assert transpose_of_dot_sites(known)[0].trips == 9  # what XLA wrote wins
     unknown = LOOP.replace("compare(i, two)", "compare(i, i)")  # no constant bound
     assert transpose_of_dot_sites(unknown)[0].trips is None
-    assert "x? (in a loop)" in str(transpose_of_dot_sites(unknown)[0])
+    assert "x? per run (in a loop)" in str(transpose_of_dot_sites(unknown)[0])
 
 
 def test_a_loops_condition_runs_once_more_than_its_body():
@@ -133,8 +133,11 @@ def test_find_barriers_on_a_plain_gradient():
     assert (site.chain, site.between) == ("dot f32[4,3] -> transpose f32[3,4]", ())
     assert site.output == "result"
     assert not site.blocked
-    assert site.source == f"tests/test_find_barriers.py:{line}"
-    assert str(site).startswith("dot f32[4,3] -> transpose f32[3,4]  result  ")
+    assert readable(site.source) == f"tests/test_find_barriers.py:{line}"
+    assert str(site) == (
+        f"foldable  tests/test_find_barriers.py:{line}  weight gradient (output result)  "
+        "dot f32[4,3] -> transpose f32[3,4]"
+    )
 
 
 def test_find_barriers_finds_nothing_in_a_program_without_a_site():
@@ -152,21 +155,29 @@ def test_find_barriers_on_the_guides_step(mode, between):
     assert site.between == between
     assert site.blocked == bool(between)
     assert site.output == "head.kernel"  # not [1]['head']['kernel'].value
-    assert site.source.startswith("snippets/lm_head.py:")
+    assert readable(site.source).startswith("snippets/lm_head.py:")
 
 
-def test_short_path_names_the_module():
-    assert short_path(f"{jax.__file__}:3") == "jax/__init__.py:3"
-    assert short_path(f"{inspect.getfile(find_barriers)}:7") == "snippets/measure/barrier.py:7"
-    assert short_path("/elsewhere/model.py:7") == "model.py:7"
+def test_a_source_reads_from_its_package_or_from_the_projects_root(tmp_path, monkeypatch):
+    assert readable(f"{jax.__file__}:3") == "jax/__init__.py:3"
+    here = f"{inspect.getfile(find_barriers)}:7"
+    assert readable(here) == "snippets/hlo/lowered.py:7"
+    monkeypatch.chdir("guides")  # as a notebook runs: still from the project's root
+    assert readable(here) == "snippets/hlo/lowered.py:7"
+    monkeypatch.chdir(tmp_path)  # in no project: the whole path
+    assert readable(here) == here
+    assert readable("/elsewhere/model.py:7") == "/elsewhere/model.py:7"
 
 
 def test_a_found_site_reads_as_one_line():
     site = TransposeSite("t", "f32[2,8]{0,1}", "d", ("Sharding",), "barrier", "f32[8,2]{1,0}")
-    site = dataclasses.replace(site, output="['w']", source="m.py:3")
-    assert str(site) == "dot f32[8,2] -> Sharding -> transpose f32[2,8]  ['w']  m.py:3"
+    site = dataclasses.replace(site, output="w", source="/elsewhere/m.py:3", role="weight gradient")
+    line = "/elsewhere/m.py:3  weight gradient (output w)  dot f32[8,2] -> Sharding -> transpose f32[2,8]"
+    assert str(site) == f"blocked   {line}"
+    assert site.line("accepted") == f"accepted  {line}"
     assert site.blocked
-    assert str(dataclasses.replace(site, output=None, source=None)).endswith("(no output)")
+    bare = dataclasses.replace(site, output=None, source=None, role="unknown")
+    assert str(bare).startswith("blocked   no source line  unknown  dot")
 
 
 def test_maxtexts_process_wide_constraint_shim_is_not_the_users_line():

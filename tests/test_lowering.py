@@ -1,12 +1,23 @@
 """The lowered LM-head step on the simulated mesh: barrier, fold sites, fixes, pin and control."""
 
+import typing
+
 import numpy as np
 import pytest
 
-from snippets.devices import TooFewDevicesError
+from snippets.devices import SHARD_MODES, TooFewDevicesError
 from snippets.hlo.sites import transpose_of_dot_sites
-from snippets.lowering import StepConfig, build_step, every_mode_and_variant
-from snippets.measure.barrier import pass_window, pin_diff, run_report, single_device_control
+from snippets.lowering import (
+    DTYPES,
+    MESH_LAYOUTS,
+    OPTIMIZERS,
+    VARIANTS,
+    StepConfig,
+    build_step,
+    every_mode_and_variant,
+)
+from snippets.measure.barrier import logits_pin_diff, pass_window, run_report, single_device_control
+from snippets.measure.maxtext_decoder import DecoderConfig
 from snippets.measure.step_lowering import lower_step
 
 BASE = StepConfig()
@@ -21,6 +32,14 @@ def runs():
         for mode in ("explicit", "auto")
         for variant in ("EV", "VE", "kernel-order-grad", "auto-axes")
     }
+
+
+def test_the_configs_literals_spell_out_the_tables_they_choose_from():
+    """The Literal fields are written out for the type checker; they must say what the tables do."""
+    tables = {"mode": SHARD_MODES, "variant": VARIANTS, "mesh": MESH_LAYOUTS, "dtype": DTYPES}
+    for name, table in (tables | {"optimizer": OPTIMIZERS}).items():
+        assert typing.get_args(StepConfig.model_fields[name].annotation) == tuple(table), name
+    assert typing.get_args(DecoderConfig.model_fields["mesh"].annotation) == tuple(MESH_LAYOUTS)
 
 
 def test_explicit_ev_has_the_barrier_and_no_foldable_site(runs):
@@ -73,7 +92,7 @@ def test_ev_keeps_a_relayout_of_the_weight_gradient_on_cpu(runs, mode):
 
 
 def test_the_out_sharding_pin_contributes_nothing():
-    pin = pin_diff(BASE)
+    pin = logits_pin_diff(BASE)
     assert pin["lines"] == []
     assert pin["sharding_calls_from_pin"] == 0
     assert pin["sharding_calls_pinned"] > 0

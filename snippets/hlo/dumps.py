@@ -10,6 +10,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypedDict
 
 from snippets.hlo.program import Program, read_hlo
 
@@ -168,7 +169,18 @@ SIMPLIFIER_PASSES = {
 """Pass names of XLA's algebraic simplifier, the pass that folds ``transpose(dot)``."""
 
 
-def pass_order(dump_files: dict[str, str]) -> dict:
+class PassOrder(TypedDict):
+    """:func:`pass_order`'s answer: dump indices (None: no dump names the pass) and modules."""
+
+    first_algsimp: int | None
+    first_spmd_partitioner: int | None
+    partitioner_pass: str | None
+    partitioner_first: bool | None
+    module_before_first_algsimp: str
+    module_after_first_algsimp: str
+
+
+def pass_order(dump_files: dict[str, str]) -> PassOrder:
     """Where the first algebraic simplifier and partitioner run (the first dump naming each, else
     None), and the modules that simplifier received and returned, from per-pass dumps by name."""
     dumps = sorted(
@@ -177,9 +189,9 @@ def pass_order(dump_files: dict[str, str]) -> dict:
     if not dumps:
         raise ValueError("No per-pass HLO dumps found: compile with xla_dump_hlo_pass_re='.*'.")
 
-    def first(names: dict[str, str], slots: slice = slice(1, 4)) -> tuple:
+    def first(names: dict[str, str], slots: slice = slice(3)) -> tuple[int | None, str | None, str]:
         """``(index, name, text)`` of the first dump naming one of ``names`` in ``slots``."""
-        found = ((parsed[0], name, text) for parsed, text in dumps for name in parsed[slots])
+        found = ((index, name, text) for (index, *passes), text in dumps for name in passes[slots])
         return next((dump for dump in found if dump[1] in names), (None, None, ""))
 
     algsimp, _, before = first(SIMPLIFIER_PASSES)
@@ -188,7 +200,9 @@ def pass_order(dump_files: dict[str, str]) -> dict:
         "first_algsimp": algsimp,
         "first_spmd_partitioner": partitioner,
         "partitioner_pass": partitioner_pass,
-        "partitioner_first": None if None in (algsimp, partitioner) else partitioner < algsimp,
+        "partitioner_first": None
+        if algsimp is None or partitioner is None
+        else partitioner < algsimp,
         "module_before_first_algsimp": before,
-        "module_after_first_algsimp": first(SIMPLIFIER_PASSES, slice(2, 3))[2],
+        "module_after_first_algsimp": first(SIMPLIFIER_PASSES, slice(1, 2))[2],
     }

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import overload
 
 from snippets.hlo.program import SAME_VALUE, Instruction, Program, is_sharding_call, tuple_index
 
@@ -30,7 +31,9 @@ def trip_count(loop: Instruction, program: Program) -> int | None:
     step = by_name.get(roots.get(parts.get("body", ""), ""))  # the next iteration's state
     if compare is None or compare.opcode != "compare" or state is None or step is None:
         return None
-    direction = re.search(r"direction=(\w+)", compare.attributes)[1]
+    if not (found := re.search(r"direction=(\w+)", compare.attributes)):
+        return None
+    direction = found[1]
     counter, bound = (_unwrapped(name, by_name) for name in compare.operands)
     if _constant(counter) is not None:  # ``bound > counter`` is ``counter < bound``
         counter, bound = bound, counter
@@ -44,7 +47,7 @@ def trip_count(loop: Instruction, program: Program) -> int | None:
     reads_counter = any(_counter_index(term, by_name) == index for term in terms)
     stride = next((s for term in terms if (s := _constant(term)) is not None), 0)
     limit = _constant(bound)
-    if grow is None or grow.opcode != "add" or not reads_counter or None in (start, limit):
+    if grow is None or grow.opcode != "add" or not reads_counter or start is None or limit is None:
         return None
     span = limit - start
     if stride <= 0 or direction not in ("LT", "LE", "NE"):
@@ -54,7 +57,7 @@ def trip_count(loop: Instruction, program: Program) -> int | None:
     return max(0, -(-span // stride) if direction == "LT" else span // stride + 1)
 
 
-def _unwrapped(name: str, by_name: dict[str, Instruction]) -> Instruction | None:
+def _unwrapped(name: str, by_name: Mapping[str, Instruction]) -> Instruction | None:
     """The instruction behind ``name`` once ``Sharding`` calls, converts and copies are skipped."""
     inst = by_name.get(name)
     while inst and inst.operands and (is_sharding_call(inst) or inst.opcode in SAME_VALUE):
@@ -69,7 +72,7 @@ def _constant(inst: Instruction | None) -> int | None:
     return int(inst.operands[0]) if re.fullmatch(r"-?\d+", inst.operands[0]) else None
 
 
-def _counter_index(inst: Instruction | None, by_name: dict[str, Instruction]) -> int | None:
+def _counter_index(inst: Instruction | None, by_name: Mapping[str, Instruction]) -> int | None:
     """Which element of a loop's state ``inst`` is, if it reads one from the loop's parameter."""
     if inst is None or inst.opcode != "get-tuple-element":
         return None
@@ -77,6 +80,10 @@ def _counter_index(inst: Instruction | None, by_name: dict[str, Instruction]) ->
     return tuple_index(inst) if state and state.opcode == "parameter" else None
 
 
+@overload
+def run_counts(program: Program, unknown: int) -> Callable[[str], int]: ...
+@overload
+def run_counts(program: Program, unknown: None = None) -> Callable[[str], int | None]: ...
 def run_counts(program: Program, unknown: int | None = None) -> Callable[[str], int | None]:
     """How many times a computation runs per execution of the entry: summed over the instructions
     that call it, the caller's count, times the trip count where a loop calls it (plus one for

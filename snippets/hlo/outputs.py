@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from snippets.hlo.loops import loop_parts
-from snippets.hlo.program import SAME_VALUE, Instruction, Program, callees, read_hlo
+from snippets.hlo.program import SAME_VALUE, Instruction, Program, Value, callees, read_hlo
 from snippets.hlo.shapes import elements_of
 
 _CARRIES = SAME_VALUE | {"all-reduce", "transpose", "add", "custom-call"}
@@ -65,6 +65,7 @@ class _Flow:
             or (user.opcode == "call" and self.passes_through(user, index))
             or (
                 user.opcode in _CARRIES
+                and isinstance(value, str)  # a tuple element's users are its get-tuple-elements
                 and elements_of(user) == elements_of(self.program.by_name[value])
             )
         )
@@ -76,11 +77,11 @@ class _Flow:
             pending, seen = [self.program.parameter(callee, index)], set()
             while pending:  # within the callee only
                 value = pending.pop()
-                name = value[0] if isinstance(value, tuple) else value  # an int is an output
                 if (
                     value not in seen
-                    and isinstance(name, str)
-                    and self.program.owner[name] == callee
+                    and isinstance(value, str | tuple)  # an int is an output
+                    and self.program.owner[value[0] if isinstance(value, tuple) else value]
+                    == callee
                 ):
                     pending += self.onward(value)
                 seen.add(value)
@@ -89,7 +90,7 @@ class _Flow:
 
     def reach(self, start: str) -> set[int]:
         """The outputs ``start`` reaches: depth first, a value done once all after it are."""
-        pending, waiting = [(start, False)], {}
+        pending, waiting = [(start, False)], dict[Value, list]()
         while pending:
             value, done = pending.pop()
             if done:

@@ -40,7 +40,7 @@ def _group(text: str) -> tuple[list[str], int]:
     """The top-level comma-separated parts of the bracketed group ``text`` opens, and its end."""
     if simple := _FLAT_GROUP.match(text):  # no nested brackets: one regex instead of a loop
         return simple[1].split(","), simple.end() - 1
-    parts, depth, start = [], 0, 1
+    parts, depth, start = list[str](), 0, 1
     for index, char in enumerate(text):
         depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(char, 0)
         if depth == 0:
@@ -112,9 +112,13 @@ class Program(Protocol):
     :class:`~snippets.hlo.stablehlo.StableHLOProgram` from a lowered module, on demand."""
 
     entry: str
-    by_name: Mapping[str, Instruction]
-    owner: Mapping[str, str]
-    roots: Mapping[str, str]
+
+    @property
+    def by_name(self) -> Mapping[str, Instruction]: ...
+    @property
+    def owner(self) -> Mapping[str, str]: ...
+    @property
+    def roots(self) -> Mapping[str, str]: ...
 
     def transposes(self) -> list[tuple[str, Instruction]]:
         """``(computation, instruction)`` of every transpose: where the site finder starts."""
@@ -335,4 +339,6 @@ def attribute_dims(attributes: str, name: str) -> tuple[int, ...]:
 
 def tuple_index(inst: Instruction) -> int:
     """Which element of its operand a ``get-tuple-element`` reads."""
-    return int(re.search(r"index=(\d+)", inst.attributes)[1])
+    if found := re.search(r"index=(\d+)", inst.attributes):
+        return int(found[1])
+    raise ValueError(f"get-tuple-element {inst.name} names no index=: is the file edited?")

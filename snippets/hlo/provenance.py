@@ -10,12 +10,15 @@ import functools
 import os
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from snippets.hlo.program import SAME_VALUE, Instruction, Program, callees, is_sharding_call
 from snippets.hlo.shapes import has_dims
 
+INSTALLED = r"(?:site|dist)-packages/"
+"""Where an installed package's path begins."""
 LIBRARIES = re.compile(
-    r"(?:^|/)(?:site-packages|dist-packages)/(?:jax|jaxlib|flax|optax|orbax|chex)/"
+    rf"(?:^|/){INSTALLED}(?:jax|jaxlib|flax|optax|orbax|chex)/"
     r"|(?:^|/)jax/_src/|(?:^|/)snippets/(?:kernel_order_grad|vocab_parallel)\.py:"
     r"|(?:^|/)maxtext/integration/tunix/tunix_adapter\.py:"
 )
@@ -26,11 +29,26 @@ process (``maxtext/integration/tunix/tunix_adapter.py``, MaxText 0.2.5)."""
 
 
 def readable(source: str | None) -> str | None:
-    """A source path as a reader finds it: from the package in site-packages, or from here."""
-    if source is None or "site-packages/" in source:
-        return source and source.rpartition("site-packages/")[2]
-    relative = os.path.relpath(source, os.getcwd())
+    """A source path as a reader finds it: from its package where installed, else from the root of
+    the project the working directory is in (its nearest folder with ``pyproject.toml`` or
+    ``.git``), else whole.
+
+    >>> readable("/venv/lib/python3.12/site-packages/flax/nnx/nn/linear.py:422")
+    'flax/nnx/nn/linear.py:422'
+    """
+    if source is None or re.search(INSTALLED, source):
+        return source and re.split(INSTALLED, source)[-1]
+    relative = os.path.relpath(source, project_root(os.getcwd()))
     return source if relative.startswith("..") else relative
+
+
+@functools.cache
+def project_root(directory: str) -> str:
+    """``directory``'s nearest folder, itself included, with ``pyproject.toml`` or ``.git``;
+    ``directory`` itself where none has."""
+    folders = [directory, *map(str, Path(directory).parents)]
+    marked = (f for f in folders if any(Path(f, m).exists() for m in ("pyproject.toml", ".git")))
+    return next(marked, directory)
 
 
 def user_frame(stack: Sequence[str]) -> str | None:

@@ -40,24 +40,13 @@ def fix(site: TransposeSite) -> str | None:
     return f"not a weight gradient ({site.role}): the guides' fixes are for weight gradients"
 
 
-def what(site: TransposeSite) -> str:
-    """The site's role and parameter as far as the module names it."""
-    if site.parameter is not None:
-        return f"{site.role} of {site.parameter}"
-    if site.output is not None:
-        return f"{site.role} (output {site.output})"
-    return site.role
-
-
 def site_lines(site: TransposeSite, new: bool = True) -> list[str]:
-    """One site as text: verdict, the user's line, what it computes, the chain, loop trips; then
-    what put the ``Sharding`` call there and the fix, or why XLA keeps the transpose."""
-    trips = "" if site.trips == 1 else f"  x{site.trips or '?'} per run (in a loop)"
-    label = site.verdict if new or not site.blocked else "accepted"  # by the baseline
-    where = readable(site.user_source) or "no source line"
-    lines = [f"  {label:<9} {where}  {what(site)}  {site.chain}{trips}"]
+    """One site as text: :meth:`~snippets.hlo.sites.TransposeSite.line`, ``accepted`` where the
+    baseline has it; then what put the ``Sharding`` call there and the fix, or why XLA keeps
+    the transpose."""
+    lines = [f"  {site.line(None if new or not site.blocked else 'accepted')}"]
     if site.blocked:
-        placed = {
+        placed: dict[str | None, str] = {
             "constraint": "your with_sharding_constraint",
             "explicit": "an explicit mesh's type",
         }
@@ -134,7 +123,7 @@ def _escape(value: str, properties: bool = False) -> str:
 
 
 def _message(site: TransposeSite) -> str:
-    return f"blocked fold: {what(site)}, {site.chain}. Fix: {fix(site)}"
+    return f"blocked fold: {site.what}, {site.chain}. Fix: {fix(site)}"
 
 
 def _place(module: Module, site: TransposeSite) -> tuple[str, int | None]:
@@ -164,7 +153,7 @@ def sarif(found: dict[Module, list[TransposeSite]], new: dict) -> str:
     for module, sites in found.items():
         for site in (s for s in sites if s.blocked and not module.same_as):
             file, line = _place(module, site)
-            location = {"artifactLocation": {"uri": file}}
+            location: dict[str, object] = {"artifactLocation": {"uri": file}}
             location |= {"region": {"startLine": line}} if line else {}
             results.append(
                 {

@@ -5,6 +5,7 @@ would fold it. One definition of a site, whichever reader made the :class:`~snip
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 from snippets.hlo import fold, provenance
 from snippets.hlo.loops import run_counts
@@ -28,7 +29,7 @@ _PASS_THROUGH = SAME_VALUE | {"all-reduce", "get-tuple-element"}
 class TransposeSite:
     """A transpose fed by a dot; ``kind`` says what stands between: ``foldable`` (nothing),
     ``barrier`` (a ``Sharding`` call), ``all-reduce`` or ``other``. Shapes are without layouts.
-    ``output``: the result element (index, or name from :func:`snippets.measure.barrier.find_barriers`)
+    ``output``: the result element (index, or name from :func:`snippets.hlo.lowered.find_barriers`)
     its value reaches; ``trips``: how many times it runs per step (:func:`~snippets.hlo.loops.run_counts`; None: unknown).
 
     ``no_fold``: why XLA's simplifier would keep the transpose anyway
@@ -79,14 +80,25 @@ class TransposeSite:
         ends = [f"dot {self.dot_shape.split('{')[0]}", f"transpose {self.shape.split('{')[0]}"]
         return " -> ".join([ends[0], *reversed(self.between), ends[1]])
 
-    def __str__(self) -> str:
-        output = "(no output)" if self.output is None else self.output
-        loop = "" if self.trips == 1 else f"  x{self.trips or '?'} (in a loop)"
-        return f"{self.chain}  {output}  {self.source or ''}".rstrip() + loop
+    @property
+    def what(self) -> str:
+        """The site's role and parameter as far as the module names it."""
+        if self.parameter is not None:
+            return f"{self.role} of {self.parameter}"
+        return self.role if self.output is None else f"{self.role} (output {self.output})"
+
+    def line(self, label: str | None = None) -> str:
+        """The site on one line: its verdict (or ``label``), the user's line, what it computes,
+        the chain and how often it runs; as find-barriers prints it, and ``print(site)``."""
+        trips = "" if self.trips == 1 else f"  x{self.trips or '?'} per run (in a loop)"
+        where = provenance.readable(self.user_source) or "no source line"
+        return f"{label or self.verdict:<9} {where}  {self.what}  {self.chain}{trips}"
+
+    __str__ = line
 
 
 def value_source(
-    inst: Instruction, by_name: dict[str, Instruction]
+    inst: Instruction, by_name: Mapping[str, Instruction]
 ) -> tuple[list[Instruction], Instruction | None]:
     """The pass-through ops behind ``inst``'s operand, nearest first, and what made the value
     (``None``: from outside); a tuple or combined all-reduce is followed into the operand selected,

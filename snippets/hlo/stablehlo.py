@@ -4,7 +4,7 @@
 model. :func:`read_stablehlo` instead walks the module with the MLIR Python bindings and makes
 the :class:`~snippets.hlo.program.Instruction` records XLA's conversion to HLO would print, only for the
 operations the site finder reaches (a few thousand of a llama2-7b step's tens of thousands):
-the same finder then reads them. No command line; :func:`snippets.measure.barrier.find_barriers` uses it.
+the same finder then reads them. No command line; :func:`snippets.hlo.lowered.find_barriers` uses it.
 """
 
 from __future__ import annotations
@@ -29,6 +29,10 @@ _OPCODES = {
 Shardy's constraints become the ``Sharding`` custom call."""
 _TERMINATORS = {"func.return", "stablehlo.return", "sdy.return"}
 _DTYPES = {"i1": "pred", "complex<f32>": "c64", "complex<f64>": "c128"}
+_DETAILED = {"broadcast", "call", "compare", "constant", "custom-call", "dot", "transpose"}
+"""Opcodes whose record needs more than the operation's name (:func:`_details`)."""
+_LOC_NAME = re.compile(r'^loc\("((?:[^"\\]|\\.)*)"')
+_LOC_FILE = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):\d+')
 
 
 def hlo_shape(mlir_type: str) -> str:
@@ -48,7 +52,7 @@ class _OnDemand(Mapping):
     """A mapping over ``known``'s keys whose values ``make`` computes on first access."""
 
     def __init__(self, make: Callable[[str], Any], known: Mapping) -> None:
-        self.make, self.known, self.made = make, known, {}
+        self.make, self.known, self.made = make, known, dict[str, Any]()
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.made:
@@ -73,7 +77,7 @@ class StableHLOProgram:
     def __init__(self, module: Any) -> None:
         self.entry = "main"
         self.handles: dict[str, tuple] = {}  # a record's name -> what it is made from
-        self.layouts: dict[str, tuple[Any, bool, bool]] = {}  # computation -> block and tuples
+        self.computations: dict[str, tuple[Any, bool, bool]] = {}  # name -> block and tuples
         self.blocks: dict[Any, str] = {}  # MLIR block -> computation
         self.names: dict[Any, str] = {}  # MLIR operation -> record name
         self.shapes: dict[Any, str] = {}  # MLIR type -> HLO shape
@@ -83,7 +87,7 @@ class StableHLOProgram:
         self.calls_to: dict[str, list[Any]] = {}  # function -> the calls of it
         self.by_name = _OnDemand(self._record, self.handles)
         self.owner = _OnDemand(self._owner, self.handles)
-        self.roots = _OnDemand(self._root, self.layouts)
+        self.roots = _OnDemand(self._root, self.computations)
         for op in module.body.operations:
             if op.operation.name == "func.func":
                 self._computation(_symbol(op.attributes["sym_name"]), op.regions[0].blocks[0])
@@ -110,7 +114,7 @@ class StableHLOProgram:
     ) -> str:
         """Register ``block`` as computation ``name``; ``state``: its arguments arrive as one
         tuple (a loop's), ``tuple_root``: its results leave as one tuple even when one."""
-        self.layouts[name], self.blocks[block] = (block, state, tuple_root), name
+        self.computations[name], self.blocks[block] = (block, state, tuple_root), name
         return name
 
     def _register(self, name: str, *handle: Any) -> str:
@@ -140,7 +144,7 @@ class StableHLOProgram:
                 return self._name(op)
             return self._element(op, value.result_number)
         comp, number = self._block(value.owner), value.arg_number
-        if not self.layouts[comp][1]:
+        if not self.computations[comp][1]:
             return self._register(f"{comp}.arg{number}", "arg", comp, number)
         self._register(f"{comp}.state", "state", comp)
         return self._state_element(comp, number)
@@ -168,6 +172,7 @@ class StableHLOProgram:
         return comp
 
     def _record(self, name: str) -> Instruction:
+        operands: tuple[str, ...]
         kind, first, *rest = self.handles[name]
         if kind == "op":
             return self._operation(name, first)
@@ -177,7 +182,7 @@ class StableHLOProgram:
         if kind == "init":
             operands = tuple(map(self._value_name, first.operands))
             return Instruction(name, self._tuple_shape(first.operands), "tuple", operands, "")
-        block = self.layouts[first][0]
+        block = self.computations[first][0]
         if kind == "arg":
             shape = self._shape(block.arguments[rest[0]])
             return Instruction(name, shape, "parameter", (str(rest[0]),), "", self._is_root(name))
@@ -217,7 +222,7 @@ class StableHLOProgram:
         return self._block(first.block) if kind in ("op", "element", "init") else first
 
     def _root(self, comp: str) -> str:
-        block, _, tuple_root = self.layouts[comp]
+        block, _, tuple_root = self.computations[comp]
         values = _terminator(block).operands
         if len(values) == 1 and not tuple_root:
             return self._value_name(values[0])
@@ -232,8 +237,8 @@ class StableHLOProgram:
 
     def callers_of(self, computation: str) -> list[tuple[str, Instruction]]:
         """A region's operation, or a function's calls."""
-        layout = self.layouts.get(computation)
-        parent = layout[0].owner.operation if layout else None
+        found = self.computations.get(computation)
+        parent = found[0].owner.operation if found else None
         if parent is None or computation == self.entry:
             return []
         ops = self.calls_to.get(computation, []) if parent.name == "func.func" else [parent]
@@ -251,7 +256,7 @@ class StableHLOProgram:
         if kind == "element":
             return self._uses(first.results[rest[0]])
         if kind in ("arg", "state element"):
-            return self._uses(self.layouts[first][0].arguments[rest[0]])
+            return self._uses(self.computations[first][0].arguments[rest[0]])
         return []
 
     def _element_users(self, name: str, index: int) -> list[tuple[Instruction, int]]:
@@ -284,7 +289,7 @@ class StableHLOProgram:
         one is slow: each is printed once)."""
         if (printed := self.locations.get(inst.name)) is None:
             kind, first, *rest = self.handles[inst.name]
-            where = self.layouts[first][0].arguments[rest[0]] if kind == "arg" else first
+            where = self.computations[first][0].arguments[rest[0]] if kind == "arg" else first
             printed = self.locations[inst.name] = (
                 str(where.location) if kind in ("arg", "op") else ""
             )
@@ -301,8 +306,8 @@ class StableHLOProgram:
 
     def parameter(self, computation: str, index: int) -> str | None:
         """A function's parameter ``index``."""
-        layout = self.layouts.get(computation)
-        if layout is None or layout[1] or index >= len(layout[0].arguments):
+        found = self.computations.get(computation)
+        if found is None or found[1] or index >= len(found[0].arguments):
             return None
         return self._register(f"{computation}.arg{index}", "arg", computation, index)
 
@@ -322,9 +327,6 @@ def _terminator(block: Any) -> Any:
     return operations[len(operations) - 1]
 
 
-_DETAILED = {"broadcast", "call", "compare", "constant", "custom-call", "dot", "transpose"}
-
-
 def _details(op: Any, opcode: str, operands: tuple, shape: Callable) -> tuple[str, tuple, str]:
     """The opcode, operands and attributes of an operation whose record needs more than its
     name: a broadcast that only adds dimensions of size 1 (XLA makes it a reshape), a call's
@@ -337,7 +339,7 @@ def _details(op: Any, opcode: str, operands: tuple, shape: Callable) -> tuple[st
         return opcode, operands, f", to_apply={_symbol(op.attributes['callee'])}"
     if opcode == "transpose":
         order = re.search(r"array<i64(?:: ([\d, ]*))?>", str(op.attributes["permutation"]))
-        return opcode, operands, f", dimensions={{{(order[1] or '').replace(' ', '')}}}"
+        return opcode, operands, f", dimensions={{{((order and order[1]) or '').replace(' ', '')}}}"
     if opcode == "dot":
         numbers = str(op.attributes["dot_dimension_numbers"])
         parts = [
@@ -357,10 +359,6 @@ def _details(op: Any, opcode: str, operands: tuple, shape: Callable) -> tuple[st
     custom = op.name == "stablehlo.custom_call"  # the one detailed opcode left: a custom call
     target = op.attributes["call_target_name"] if custom else '"Sharding"'
     return opcode, operands, f", custom_call_target={target}"
-
-
-_LOC_NAME = re.compile(r'^loc\("((?:[^"\\]|\\.)*)"')
-_LOC_FILE = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):\d+')
 
 
 def read_stablehlo(module: Any) -> StableHLOProgram:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import os
-import sys
 from collections.abc import Sequence
 
 import jax
@@ -20,8 +18,7 @@ from snippets.hlo.collectives import collectives
 from snippets.hlo.counts import kernel_order_dots, relayouts, sharding_call_count
 from snippets.hlo.dumps import pass_order
 from snippets.hlo.gradients import kernel_relayouts
-from snippets.hlo.sites import TransposeSite, find_sites, transpose_of_dot_sites
-from snippets.hlo.stablehlo import read_stablehlo
+from snippets.hlo.sites import transpose_of_dot_sites
 from snippets.lowering import OPTIMIZERS, StepConfig, build_step, every_mode_and_variant
 from snippets.measure.causal_control import causal_control
 from snippets.measure.device_report import describe_devices
@@ -72,9 +69,9 @@ def _line_diff(before: str, after: str) -> list[str]:
     return [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
 
 
-def pin_diff(config: StepConfig) -> dict:
+def logits_pin_diff(config: StepConfig) -> dict:
     """Lower with and without the logits out_sharding pin and diff the HLO before optimisation."""
-    pinned, unpinned = (lower_step(config.replace(pin_logits=pin)).hlo for pin in (True, False))
+    pinned, unpinned = (lower_step(config.replace(pin_logits=on)).hlo for on in (True, False))
     calls = sharding_call_count(pinned), sharding_call_count(unpinned)
     return {
         "lines": _line_diff(pinned, unpinned),
@@ -140,7 +137,7 @@ def barrier_report(base: StepConfig) -> dict:
             run["gradient_relayouts_without_optimizer"] = row["without"]
             run["relayouts_added_by_optimizer"] = run["gradient_relayouts"] - row["without"]
     explicit_ev = base.replace(mode="explicit", variant="EV", optimizer="none")
-    pin = pin_diff(explicit_ev)
+    logits_pin = logits_pin_diff(explicit_ev)
     single = single_device_control(explicit_ev)
     return {
         **{k: v for k, v in describe_devices().items() if k in ("backend", "device_kind")},
@@ -149,8 +146,8 @@ def barrier_report(base: StepConfig) -> dict:
         "sizes": {"emb": base.emb, "vocab": base.vocab, "batch": base.batch, "seq": base.seq},
         "pass_order": pass_window(explicit_ev),
         "runs": runs,
-        "pin_diff_lines": len(pin["lines"]),
-        "pin": pin,
+        "logits_pin_diff_lines": len(logits_pin["lines"]),
+        "logits_pin": logits_pin,
         "single_device_folded": single["folded"],
         "single_device": single,
         "lowered_for": lowered_for(explicit_ev),
@@ -179,64 +176,6 @@ def relayout_summary(settings: dict[str, StepConfig]) -> tuple[list[dict], list[
         for counts, runs in groups.items()
     ]
     return summary, [{"run": run, **row} for run, row in details.items()]
-
-
-def short_path(location: str, files: dict[str, str] | None = None) -> str:
-    """``location`` (``file:line``) as its module's path (``pkg/mod.py:12``), else its file name;
-    ``files``: :func:`module_files`, read once for many locations."""
-    path, _, line = location.rpartition(":")
-    name = (module_files() if files is None else files).get(path)
-    if name is not None:
-        tail = "/__init__.py" if path.endswith("__init__.py") else ".py"
-        return f"{name.replace('.', '/')}{tail}:{line}"
-    return f"{os.path.basename(path)}:{line}"
-
-
-def module_files() -> dict[str, str]:
-    """Each imported module's file and name (the first name, where a file has two)."""
-    files: dict[str, str] = {}
-    for name, module in list(sys.modules.items()):
-        if name != "__main__" and isinstance(path := getattr(module, "__file__", None), str):
-            files.setdefault(path, name)
-    return files
-
-
-def output_name(path: tuple) -> str:
-    """An output's pytree path as a reader names the parameter: ``head.kernel`` for
-    ``[1]['head']['kernel'].value`` (the result tuple's index and a variable's ``.value`` go);
-    ``result``, or ``result[0]``, for an output without names."""
-    keys = list(path)
-    if keys and isinstance(keys[-1], jax.tree_util.GetAttrKey) and keys[-1].name == "value":
-        keys.pop()
-    if all(isinstance(key, jax.tree_util.SequenceKey) for key in keys):
-        return "result" + jax.tree_util.keystr(tuple(keys))
-    if isinstance(keys[0], jax.tree_util.SequenceKey):
-        keys.pop(0)
-    return ".".join(
-        str(getattr(key, "key", getattr(key, "name", getattr(key, "idx", key)))) for key in keys
-    )
-
-
-def find_barriers(lowered: jax.stages.Lowered) -> list[TransposeSite]:
-    """Every transpose-of-dot site in any ``jax.jit(...).lower(...)``, with what stands between.
-
-    Read from the StableHLO module the lowering holds (:mod:`snippets.hlo.stablehlo`, no HLO text
-    printed) by the site finder that reads HLO text files (:mod:`snippets.hlo.check`).
-    A ``Sharding`` call between is a fold explicit mode blocks. ``output`` names the parameter
-    the site's value reaches (:func:`output_name`); ``source`` is relative to its package.
-    """
-    program = read_stablehlo(lowered.compiler_ir())
-    leaves = jax.tree.leaves_with_path(lowered.out_info)
-    names = [output_name(path) for path, _ in leaves]
-    files = module_files()
-    return [
-        dataclasses.replace(
-            site,
-            output=None if site.output is None else names[site.output],
-            source=site.source and short_path(site.source, files),
-        )
-        for site in find_sites(program)
-    ]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -1,4 +1,4 @@
-"""How long :func:`snippets.measure.barrier.find_barriers` takes at a real model's scale, against the
+"""How long :func:`snippets.hlo.lowered.find_barriers` takes at a real model's scale, against the
 lowering it reads, and how long the command line takes on that model's XLA dump directory.
 
 ``python -m snippets barrier_bench [--repeats N] [--emb E] [--vocab V] [--layers L] [--mode M]
@@ -25,7 +25,7 @@ import jax
 
 from snippets.devices import MESH_DEVICES, SHARD_MODES, setup_devices
 from snippets.hlo.dumps import BEFORE
-from snippets.measure.barrier import find_barriers
+from snippets.hlo.lowered import find_barriers
 from snippets.measure.maxtext_decoder import DecoderConfig, lower_decoder
 from snippets.support.cli import Parser, positive_int, reported
 from snippets.support.tables import print_report

@@ -15,8 +15,9 @@ from snippets.support.tables import print_report
 from snippets.support.timing import interleaved, milliseconds, ratio_range, verdict
 
 QUICK = {"emb": 128, "vocab": 2048, "batch": 8, "seq": 32}, 7
+"""Sizes and interleaved repeats of the quick setting, the docs build's."""
 FULL = {"emb": 512, "vocab": 32000, "batch": 8, "seq": 64}, 15
-"""Sizes and interleaved repeats of the quick setting (the docs build's) and of ``--full``."""
+"""Sizes and interleaved repeats of ``--full``."""
 
 
 def bench(base: StepConfig, repeats: int, warmup: int = 2) -> list[dict]:
@@ -52,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     sizes, repeats = FULL if args.full else QUICK
     with reported(args.debug):
-        base = StepConfig(devices=args.devices, mesh=args.mesh, **sizes)
+        base = StepConfig.model_validate({"devices": args.devices, "mesh": args.mesh, **sizes})
         runs = len(every_mode_and_variant(base))
         check_memory(runs * base.step_bytes, f"{runs} steps of {sizes}")
         setup_devices(args.devices)

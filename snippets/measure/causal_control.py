@@ -17,7 +17,7 @@ from snippets.hlo.counts import kernel_order_dots, relayouts, sharding_call_coun
 from snippets.hlo.dumps import parse_dump_name, pass_order
 from snippets.hlo.sites import transpose_of_dot_sites
 from snippets.lowering import StepConfig, build_step, every_mode_and_variant
-from snippets.measure.step_lowering import read_pass_dumps
+from snippets.measure.step_lowering import hlo_text, read_pass_dumps
 from snippets.support.cli import Parser, reported
 from snippets.support.tables import markdown_table
 
@@ -85,7 +85,7 @@ def control(config: StepConfig, remover: bool = False) -> dict:
     ``remover=False`` (the control) disables sharding-remover; ``True`` is XLA:CPU's default.
     """
     lowered = build_step(config.replace(devices=1, mesh="dp")).lower()
-    calls = sharding_call_count(lowered.compiler_ir("hlo").as_hlo_text())
+    calls = sharding_call_count(hlo_text(lowered))
     dumps, error = compile_with_dumps(lowered, remover)
     ending = check_ending(f"{config.mode}/{config.variant}", calls, error, remover)
     final = one_dump(dumps, "after_optimizations.txt")

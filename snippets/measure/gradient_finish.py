@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from pydantic import validate_call
 
 from snippets.collective_cost import FINISHES, finish_cost, predict
+from snippets.devices import ShardMode
 from snippets.hlo.collectives import collectives
 from snippets.hlo.program import computations
 from snippets.hlo.shapes import DTYPE_BYTES, array_shapes, elements
-from snippets.lowering import MESH_LAYOUTS, StepConfig
+from snippets.lowering import MESH_LAYOUTS, MeshLayout, StepConfig
 from snippets.measure.step_lowering import lower_step
 from snippets.support.config import PositiveInt
 from snippets.support.sources import (
@@ -27,7 +28,7 @@ from snippets.support.sources import (
 )
 
 
-def lm_head_gradient_finish(mesh: str, mode: str = "explicit") -> dict:
+def lm_head_gradient_finish(mesh: MeshLayout, mode: ShardMode = "explicit") -> dict:
     """How the compiled LM-head step finishes the head kernel's gradient on ``mesh``: its per-rank
     shape, collectives, and the dynamic-slices that cut a shard of that size."""
     config = StepConfig(mesh=mesh, mode=mode)

@@ -8,6 +8,7 @@ vocab-parallel head moves ``vocab / (batch * length)`` times fewer bytes than th
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypedDict
 
 from snippets.hlo.collectives import COLLECTIVES, collectives
 from snippets.hlo.gradients import gradient_path
@@ -17,24 +18,32 @@ from snippets.ring_model import ring_bytes_per_rank
 from snippets.support.sources import DESIGN_DOC_MODELS
 
 
-def head_collectives(lowered: LoweredStep) -> dict:
+class HeadTraffic(TypedDict):
+    """:func:`head_collectives`' answer, per step and device."""
+
+    collectives: list[dict[str, object]]
+    bytes: int
+    weight_gradient_collectives: list[str]
+
+
+def head_collectives(lowered: LoweredStep) -> HeadTraffic:
     """The collectives of a compiled head step: op, shape and bytes each device sends per step
     (a loop's weighted by its trips), their total, and those on the path from the
     weight-gradient dot to the kernel's gradient."""
-    found = [
-        {"op": c.kind, "shape": c.shape, "bytes": round(c.bytes_per_step)}
-        for c in collectives(lowered.compiled)
-    ]
+    ops = collectives(lowered.compiled)
+    found = [{"op": c.kind, "shape": c.shape, "bytes": round(c.bytes_per_step)} for c in ops]
     path = gradient_path(lowered.compiled, lowered.kernel_outputs, lowered.config.kernel_sizes)
     gradient = [f"{op.opcode} {op.shape}" for op in path if op.opcode in COLLECTIVES]
-    total = sum(c["bytes"] for c in found)
+    total = sum(round(c.bytes_per_step) for c in ops)
     return {"collectives": found, "bytes": total, "weight_gradient_collectives": gradient}
 
 
-def head_traffic(base: StepConfig, variants: Sequence[str] = ()) -> dict[str, dict[str, dict]]:
+def head_traffic(
+    base: StepConfig, variants: Sequence[str] = ()
+) -> dict[str, dict[str, HeadTraffic]]:
     """:func:`head_collectives` in each mode for ``variants``, by default every one that
     ``base``'s mesh allows."""
-    traffic: dict[str, dict[str, dict]] = {}
+    traffic: dict[str, dict[str, HeadTraffic]] = {}
     for config in every_mode_and_variant(base.replace(optimizer="none")):
         if variants and config.variant not in variants:
             continue

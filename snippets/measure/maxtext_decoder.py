@@ -3,7 +3,7 @@
 The model is MaxText's (the ``maxtext`` package, llama2-style decoder), built from
 its ``base.yml`` with a few overrides that make it small; the step is the gradient
 of a loss on its logits. Everything is read from the lowered and compiled programs
-with :func:`snippets.measure.barrier.find_barriers` and :mod:`snippets.hlo`.
+with :func:`snippets.hlo.lowered.find_barriers` and :mod:`snippets.hlo`.
 
 ``python -m snippets maxtext_decoder [--json] [--emb E] [--vocab V] [--layers L] [--scan]
 [--mesh dp|dp_fsdp] [--causal] [--compiled]`` prints, per shard mode, the ``Sharding``
@@ -23,7 +23,7 @@ import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import model_validator
 
@@ -31,11 +31,12 @@ from snippets.devices import MESH_DEVICES, SHARD_MODES, pick_devices, setup_devi
 from snippets.hlo.counts import sharding_call_count
 from snippets.hlo.dumps import pass_order
 from snippets.hlo.gradients import kernel_relayouts
+from snippets.hlo.lowered import find_barriers, output_names
 from snippets.hlo.program import Instruction, attribute_dims, instructions
+from snippets.hlo.provenance import readable
 from snippets.hlo.shapes import array_shapes, layout, shape_bytes
 from snippets.hlo.sites import TransposeSite, transpose_of_dot_sites, value_source
-from snippets.lowering import MESH_LAYOUTS, mesh_shape
-from snippets.measure.barrier import find_barriers, output_name
+from snippets.lowering import MESH_LAYOUTS, MeshLayout, mesh_shape
 from snippets.measure.causal_control import (
     XlaChangedError,
     check_ending,
@@ -70,7 +71,7 @@ class DecoderConfig(Config):
     vocab: PositiveInt = 512
     layers: PositiveInt = 1
     scan: bool = False
-    mesh: Literal[*MESH_LAYOUTS] = "dp"
+    mesh: MeshLayout = "dp"
 
     @model_validator(mode="after")
     def _emb_divides_over_fsdp(self) -> DecoderConfig:
@@ -177,7 +178,7 @@ def lower_decoder(config: DecoderConfig, mode: str, devices: int = MESH_DEVICES)
     unsharded = flax_config.temp_flip_flag("always_shard_variable", False)  # as MaxText wants
     with unsharded, jax.set_mesh(mesh), logical_axis_rules(cfg.logical_axis_rules):
         _, model = maxtext.utils.model_creation_utils.create_nnx_abstract_model(cfg, mesh)
-        graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+        graphdef, params, rest = nnx.split(model, nnx.Param, ...)  # type: ignore[misc]  # flax types it variadic
         data = maxtext.utils.sharding.get_input_data_sharding(cfg, mesh)
         tokens = jax.ShapeDtypeStruct(
             (cfg.global_batch_size_to_train_on, cfg.max_target_length), jnp.int32, sharding=data
@@ -191,8 +192,7 @@ def lower_decoder(config: DecoderConfig, mode: str, devices: int = MESH_DEVICES)
             return nnx.grad(loss)(nnx.merge(graphdef, params, rest), tokens, positions)
 
         lowered = jax.jit(step).lower(params, rest, tokens, tokens)  # positions: same type
-    leaves = jax.tree.leaves_with_path(lowered.out_info)
-    names = [output_name(path).replace(".", "/") for path, _ in leaves]  # as site_row names them
+    names = [name.replace(".", "/") for name in output_names(lowered)]  # as site_row names them
     return Decoder(mode, lowered, names, devices)
 
 
@@ -201,9 +201,9 @@ def site_row(site: TransposeSite) -> dict:
     return {
         "shapes": [site.dot_shape.split("{")[0], site.shape.split("{")[0]],
         "between": list(site.between),
-        "parameter": site.output.replace(".", "/") if site.output else None,
+        "parameter": site.output.replace(".", "/") if isinstance(site.output, str) else None,
         "op_name": site.op_name,
-        "source": site.source,
+        "source": readable(site.source),
         "bytes": shape_bytes(site.shape),
     }
 
@@ -404,7 +404,9 @@ def parameter_relayouts(decoder: Decoder) -> dict[str, list[dict]]:
     """
     compiled = decoder.lowered.compile().as_text()
     by_name = {inst.name: inst for inst in instructions(compiled)}
-    outputs = array_shapes(re.search(r"->\((.*)\)\}", compiled.splitlines()[0])[1])
+    if not (result := re.search(r"->\((.*)\)\}", compiled.splitlines()[0])):
+        raise ValueError("the compiled decoder's layout names no tuple result")
+    outputs = array_shapes(result[1])
     found = {}
     for index, (name, (_, dims)) in enumerate(zip(decoder.parameters, outputs, strict=True)):
         if len(dims) < 2:

@@ -30,10 +30,11 @@ from jax.lax import with_sharding_constraint
 from jax.sharding import AxisType, Mesh, NamedSharding, auto_axes, reshard
 from jax.sharding import PartitionSpec as P
 
-from snippets.devices import MESH_DEVICES, SHARD_MODES, setup_devices
+from snippets.devices import MESH_DEVICES, SHARD_MODES, make_mesh, setup_devices
 from snippets.hlo.collectives import collectives
 from snippets.hlo.program import attribute_dims, computations
 from snippets.hlo.shapes import array_shapes, elements
+from snippets.measure.step_lowering import compiled_text
 from snippets.support.cli import Parser, reported
 from snippets.support.tables import print_report
 
@@ -44,8 +45,8 @@ Check = Callable[[AxisType], str | None]
 def mesh_of(
     axis_type: AxisType, shape: Sequence[int] = (MESH_DEVICES,), names: Sequence[str] = ("x",)
 ) -> Mesh:
-    """A mesh of the first devices whose axes all have type ``axis_type``."""
-    return jax.make_mesh(tuple(shape), tuple(names), axis_types=(axis_type,) * len(shape))
+    """:func:`snippets.devices.make_mesh` with every axis of type ``axis_type``; one axis by default."""
+    return make_mesh(shape, names, axis_type.name.lower())
 
 
 SOURCE = re.compile(r"(?:/[^\s:()]+)+\.py:\d+(?::\d+)?")
@@ -239,7 +240,7 @@ def mismatched_layout(axis_type: AxisType) -> str:
     with jax.set_mesh(mesh_of(axis_type)):
         p = jax.device_put(jnp.ones((8, 8)), P("x", None))
         u = jax.device_put(jnp.ones((8, 8)), P(None, "x"))
-        text = jax.jit(jnp.add).lower(p, u).compile().as_text()
+        text = compiled_text(jax.jit(jnp.add).lower(p, u).compile())
         kinds = sorted({op.kind for op in collectives(text)})
         return f"compiles with {', '.join(kinds) or 'no collective'}"
 
@@ -247,16 +248,16 @@ def mismatched_layout(axis_type: AxisType) -> str:
 def pinned_module(axis_type: AxisType, shape: Sequence[int] = (2, 2)) -> str:
     """MaxText's section 7.2: a pinned einsum result, compiled."""
     explicit = axis_type == AxisType.Explicit
-    pin = reshard if explicit else with_sharding_constraint  # as MaxText
+    constrain = reshard if explicit else with_sharding_constraint  # as MaxText
     with jax.set_mesh(mesh_of(axis_type, shape, ("fsdp", "tensor"))):
         x = jax.device_put(jnp.ones((8, 256, 512)), P("fsdp", None, None))
         w = jax.device_put(jnp.ones((512, 2048)), P())
 
         def f(x, w):
             y = jnp.einsum("bse,ef->bsf", x, w)
-            return pin(y, P("fsdp", "tensor", None))
+            return constrain(y, P("fsdp", "tensor", None))
 
-        return jax.jit(f).lower(x, w).compile().as_text()
+        return compiled_text(jax.jit(f).lower(x, w).compile())
 
 
 def pinned_intermediate(axis_type: AxisType) -> str:

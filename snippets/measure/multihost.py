@@ -23,7 +23,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from snippets.devices import MESH_DEVICES, SHARD_MODES, make_mesh
+from snippets.devices import MESH_DEVICES, SHARD_MODES, ShardMode, make_mesh
 from snippets.lowering import StepConfig, build_step
 from snippets.measure.barrier import run_report
 from snippets.measure.step_lowering import lower_built
@@ -73,7 +73,7 @@ def process_local_batch(rows_per_device: int = 2, cols: int = 3) -> dict:
     sharding = NamedSharding(mesh, P("data"))
     shape = (rows_per_device * jax.device_count(), cols)
     full = np.arange(shape[0] * cols, dtype=np.float32).reshape(shape)  # the dataset, for the check
-    held = [index[0] for index in sharding.addressable_devices_indices_map(shape).values()]
+    held = [index[0] for index in sharding.addressable_devices_indices_map(shape).values() if index]
     start, stop = min(rows.start for rows in held), max(rows.stop for rows in held)
     batch = jax.make_array_from_process_local_data(sharding, full[start:stop], shape)
     column_sums = jax.jit(lambda b: b.sum(axis=0))(batch)
@@ -84,7 +84,7 @@ def process_local_batch(rows_per_device: int = 2, cols: int = 3) -> dict:
     }
 
 
-def step_records(devices: int) -> dict[str, dict]:
+def step_records(devices: int) -> dict[ShardMode, dict]:
     """Lower, compile and run the step in each shard mode on the global ``devices``-device mesh."""
     records = {}
     for mode in SHARD_MODES:
@@ -158,7 +158,8 @@ class Workers:
         for worker in self.processes:
             worker.kill()  # does nothing to a worker that has already ended
             worker.wait()
-            worker.stdin.close()
+            if worker.stdin:  # a pipe: every worker is started with stdin=PIPE
+                worker.stdin.close()
 
 
 def compare(

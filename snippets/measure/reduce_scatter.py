@@ -6,7 +6,7 @@ Run ``python -m snippets reduce_scatter [--ranks N | --threshold | --cost-model]
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import jax
 import numpy as np
@@ -18,6 +18,7 @@ from snippets.devices import SIMULATED_DEVICE_BYTES, setup_devices
 from snippets.hlo.collectives import collectives
 from snippets.hlo.counts import opcode_counts
 from snippets.measure import gradient_finish
+from snippets.measure.step_lowering import compiled_text
 from snippets.support.cli import (
     Parser,
     available_memory,
@@ -61,10 +62,10 @@ def schedule_bytes_per_rank(messages: Sequence[dict], step: str) -> int:
     return sum(m["bytes"] for m in messages if m["step"] == step and m["source"] == 0)
 
 
-def hlo_bytes_per_rank(function: Callable, *args: jax.Array) -> dict[str, float]:
+def hlo_bytes_per_rank(function: jax.stages.Wrapped, *args: jax.Array) -> dict[str, float]:
     """Bytes sent per rank by each collective in ``function``'s compiled HLO (ring model)."""
-    totals = dict.fromkeys(("reduce_scatter", "all_gather", "all_reduce"), 0)
-    for op in collectives(function.lower(*args).compile().as_text()):
+    totals: dict[str, float] = dict.fromkeys(("reduce_scatter", "all_gather", "all_reduce"), 0)
+    for op in collectives(compiled_text(function.lower(*args).compile())):
         totals[op.kind.replace("-", "_")] += op.bytes_per_rank
     return totals
 
@@ -73,9 +74,9 @@ FINISH_OPCODES = ("reduce-scatter", "all-reduce", "all-gather", "dynamic-slice")
 """The opcodes that show how a compiled program finishes partial sums."""
 
 
-def compiled_collectives(function: Callable, *args: jax.Array) -> dict[str, int]:
+def compiled_collectives(function: jax.stages.Wrapped, *args: jax.Array) -> dict[str, int]:
     """How many of each :data:`FINISH_OPCODES` the compiled ``function`` has."""
-    return opcode_counts(function.lower(*args).compile().as_text(), *FINISH_OPCODES)
+    return opcode_counts(compiled_text(function.lower(*args).compile()), *FINISH_OPCODES)
 
 
 def explicit_mode(a: jax.Array, b: jax.Array, mesh: Mesh) -> dict:

@@ -14,8 +14,9 @@ from typing import Any
 import jax
 
 from snippets.devices import SHARD_MODES, setup_devices
+from snippets.hlo.lowered import output_names
 from snippets.lowering import DTYPES, MESH_LAYOUTS, VARIANTS, Step, StepConfig, build_step
-from snippets.support.cli import Parser, check_memory, positive_int, reported
+from snippets.support.cli import Parser, SetupError, check_memory, positive_int, reported
 from snippets.support.tables import print_report
 
 
@@ -37,17 +38,30 @@ def read_pass_dumps(directory: str) -> dict[str, str]:
     return {path.name: path.read_text() for path in Path(directory).glob("*.txt")}
 
 
+def hlo_text(lowered: jax.stages.Lowered) -> str:
+    """The lowered program's HLO text; JAX gives None for a backend without an HLO form."""
+    if (module := lowered.compiler_ir("hlo")) is None:
+        raise SetupError("this JAX backend gives no HLO module to read")
+    return module.as_hlo_text()
+
+
+def compiled_text(compiled: jax.stages.Compiled) -> str:
+    """The compiled program's text; JAX gives None for a backend that cannot print it."""
+    if (text := compiled.as_text()) is None:
+        raise SetupError("this JAX backend cannot print a compiled program")
+    return text
+
+
 def lower_built(step: Step, dump_passes: bool = False) -> LoweredStep:
     """Lower and compile a built ``step``; with ``dump_passes`` also keep XLA's per-pass dumps."""
     lowered = step.lower()
     with tempfile.TemporaryDirectory() as directory:
         options = {"xla_dump_to": directory, "xla_dump_hlo_pass_re": ".*"} if dump_passes else None
-        compiled = lowered.compile(compiler_options=options).as_text()
+        compiled = compiled_text(lowered.compile(compiler_options=options))
         dumps = read_pass_dumps(directory)  # none without dump_passes
-    hlo = lowered.compiler_ir("hlo").as_hlo_text()
-    leaves = jax.tree.leaves_with_path(lowered.out_info)
-    paths = [jax.tree_util.keystr(path) for path, _ in leaves]
-    kernel = tuple(i for i, path in enumerate(paths) if "['head']['kernel']" in path)
+    hlo = hlo_text(lowered)
+    names = output_names(lowered)  # head.kernel, and 0.mu.head.kernel for an Adam moment
+    kernel = tuple(i for i, name in enumerate(names) if name.endswith("head.kernel"))
     return LoweredStep(step.config, lowered.as_text(), hlo, compiled, dumps, kernel)
 
 

@@ -13,7 +13,7 @@ import platform
 import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypedDict, TypeVar
+from typing import Any, Final, TypedDict, TypeVar, cast, final
 
 from snippets.support.cli import Parser, reported
 from snippets.support.tables import print_report
@@ -138,6 +138,7 @@ class Results(TypedDict):
     maxtext: MaxTextFacts | CheckError
 
 
+@final  # no other keys: a record with an error is a FailedRelease
 class Record(TypedDict):
     """One release's record, as :func:`run_checks` writes it."""
 
@@ -227,14 +228,14 @@ def vocab_parallel_facts() -> VocabParallelFacts:
 
     wide = StepConfig(mesh="fsdp", emb=64, vocab=8192, batch=8, seq=16)
     traffic = head_traffic(wide, ("EV", "vocab-parallel"))
-    facts = {}
+    facts: dict[str, int] = {}
     for mode in ("explicit", "auto"):
         default, rotated = traffic[mode]["EV"], traffic[mode]["vocab-parallel"]
         facts[f"{mode} EV bytes"] = default["bytes"]
         facts[f"{mode} vocab-parallel bytes"] = rotated["bytes"]
         gradient = rotated["weight_gradient_collectives"]
         facts[f"{mode} vocab-parallel weight-gradient collectives"] = len(gradient)
-    return VocabParallelFacts(facts)
+    return cast(VocabParallelFacts, facts)  # keys per mode: tests/test_version_check.py checks them
 
 
 def capability_facts() -> Capabilities:
@@ -249,7 +250,7 @@ def maxtext_facts() -> MaxTextFacts:
     from snippets.measure.maxtext_decoder import DecoderConfig, decoder_report, what_it_is
 
     report = decoder_report(DecoderConfig(), causal=True)
-    facts = {"maxtext": report["maxtext"]}
+    facts: dict[str, object] = {"maxtext": report["maxtext"]}
     for mode in ("explicit", "auto"):
         sites = report[mode]["sites"]
         facts[f"{mode} sharding_calls"] = report[mode]["sharding_calls"]
@@ -257,10 +258,10 @@ def maxtext_facts() -> MaxTextFacts:
         blocked = sum("Sharding" in s["between"] for s in sites)
         facts[f"{mode} sites with Sharding between"] = blocked
         facts[f"{mode} folded"] = sorted({what_it_is(s) for s in sites if s["folded"]})
-    return MaxTextFacts(facts)
+    return cast(MaxTextFacts, facts)  # keys per mode: tests/test_version_check.py checks them
 
 
-CHECKS: dict[str, Callable[[], dict]] = {
+CHECKS: dict[str, Callable[[], Mapping[str, object]]] = {
     "barrier": barrier_facts,
     "causal_control": causal_control_facts,
     "reduce_scatter": reduce_scatter_facts,
@@ -272,7 +273,7 @@ CHECKS: dict[str, Callable[[], dict]] = {
 }
 
 
-STORY_CHECKS = ("barrier", "causal_control", "reduce_scatter", "lm_head", "vocab_parallel")
+STORY_CHECKS: Final = ("barrier", "causal_control", "reduce_scatter", "lm_head", "vocab_parallel")
 """The checks the guides' argument rests on; the others record what a release can do."""
 STORY_RUNS = {
     "barrier": ("barrier_sites", 1, 0),
@@ -283,7 +284,7 @@ STORY_RUNS = {
 
 def run_checks() -> Record:
     """Every check's facts, or the error that stopped it, with the versions and the date."""
-    results = {}
+    results: dict[str, Mapping[str, object]] = {}
     for name, check in CHECKS.items():
         try:
             results[name] = check()
@@ -293,7 +294,7 @@ def run_checks() -> Record:
     return Record(
         versions={"python": platform.python_version(), **versions},
         date=datetime.date.today().isoformat(),
-        results=Results(**results),
+        results=cast(Results, results),  # Results' keys are CHECKS': the tests check that
     )
 
 
@@ -317,20 +318,22 @@ def story_breaks(record: Record | FailedRelease) -> list[str]:
     if "error" in record:
         return [f"did not run: {record['error']}"]
     results = record["results"]
-    failed = {name: results[name]["error"] for name in STORY_CHECKS if "error" in results[name]}
+    failed = {name: error for name in STORY_CHECKS if (error := results[name].get("error"))}
     breaks = [f"{name} failed: {error}" for name, error in failed.items()]
     breaks += _run_breaks(results, failed)
-    if "barrier" not in failed and not results["barrier"]["partitioner_first"]:
+    if "error" not in (barrier := results["barrier"]) and not barrier["partitioner_first"]:
         breaks.append("on CPU the simplifier now runs before the partitioner")
-    if "vocab_parallel" not in failed:
-        rotated = results["vocab_parallel"]
-        for mode in ("explicit", "auto"):
-            if rotated[f"{mode} vocab-parallel bytes"] >= rotated[f"{mode} EV bytes"]:
+    if "error" not in (rotated := results["vocab_parallel"]):
+        for mode, parallel, default in (
+            ("explicit", rotated["explicit vocab-parallel bytes"], rotated["explicit EV bytes"]),
+            ("auto", rotated["auto vocab-parallel bytes"], rotated["auto EV bytes"]),
+        ):
+            if parallel >= default:
                 breaks.append(
                     f"vocab_parallel: in {mode} mode the rotated head moves no fewer bytes"
                 )
-    if "reduce_scatter" not in failed:
-        shards = results["reduce_scatter"]["shards"]
+    if "error" not in (scatter := results["reduce_scatter"]):
+        shards = scatter["shards"]
         if shards != [[[19.0, 22.0]], [[43.0, 50.0]]]:
             breaks.append(f"the 2x2 reduce-scatter gives {shards}")
     return breaks
@@ -342,7 +345,8 @@ def flat_facts(record: Record | FailedRelease) -> dict[str, object]:
     if "error" in record:
         return {"run": f"failed: {record['error']}"}
     facts: dict[str, object] = {}
-    for check, result in record["results"].items():
+    results: Mapping[str, Any] = record["results"]  # any check's facts, read as JSON
+    for check, result in results.items():
         for key, value in result.items():
             nested = value.items() if isinstance(value, dict) else [("", value)]
             facts |= {f"{check}: {key} {inner}".rstrip(): v for inner, v in nested if key != "runs"}

@@ -56,7 +56,7 @@ class DataFigure:
 def smallest_font_pt(figure: Figure) -> float:
     """The smallest font size, in points, of any visible non-empty text in ``figure``."""
     texts = [t for t in figure.findobj(Text) if t.get_visible() and t.get_text().strip()]
-    return min((text.get_fontsize() for text in texts), default=MIN_FONT_PT)
+    return min((float(text.get_fontsize()) for text in texts), default=MIN_FONT_PT)
 
 
 def _figure(height_in: float) -> tuple[Figure, Any]:
@@ -73,6 +73,10 @@ def _sum_text(terms: Sequence[Sequence[float]], total: Sequence[float]) -> str:
     return " + ".join(_matrix_text([row]) for row in terms) + "\n= " + _matrix_text([total])
 
 
+EXCHANGE_COLUMNS = (2.4, 7.6)
+"""Where rank 0's and rank 1's boxes sit in the exchange figure (axes run from 0 to 10)."""
+
+
 def _rank_boxes(ax, y: float, texts: Sequence[str]) -> None:
     """One rounded box per rank at height ``y``, rank 0 left and rank 1 right."""
     for rank, (x, text) in enumerate(zip(EXCHANGE_COLUMNS, texts, strict=True)):
@@ -80,10 +84,6 @@ def _rank_boxes(ax, y: float, texts: Sequence[str]) -> None:
             x, y, text, ha="center", va="center", fontsize=10, family="monospace",
             bbox={"boxstyle": "round", "facecolor": ("#dbe9f6", "#fde2cf")[rank], "edgecolor": "0.5"},
         )  # fmt: skip
-
-
-EXCHANGE_COLUMNS = (2.4, 7.6)
-"""Where rank 0's and rank 1's boxes sit in the exchange figure (axes run from 0 to 10)."""
 
 
 def exchange_figure(report: dict) -> DataFigure:

@@ -7,6 +7,7 @@ request 5091, at commit ``37ba11cc`` (revised to 2026-09-08), the newest in the 
 from __future__ import annotations
 
 import dataclasses
+from typing import TypedDict
 
 SOURCE_TPU_RESULTS = [
     {"config": "dp4", "auto": 4430.2, "explicit [E,V]": 4844.0, "explicit [V,E]": 4420.1},
@@ -32,7 +33,13 @@ DESIGN_DOC_MEASURED = {"reduce-scatter": (91.7e9, 99.3e9), "all-reduce": (130.1e
 """Bytes per device per second MaxText's design doc measured on TPU v5p (4 devices), llama2's bf16
 vocab gradient (section 4.2: "91.7-99.3 GB/s versus 130.1-138.8 GB/s for the all-reduce")."""
 
-DESIGN_DOC_MODELS = {
+
+class DesignDocModel(TypedDict):
+    vocab: int
+    kernel_gradient: str
+
+
+DESIGN_DOC_MODELS: dict[str, DesignDocModel] = {
     "llama2-7b": {"vocab": 32000, "kernel_gradient": "reduce-scatter"},
     "qwen3-8b": {"vocab": 151936, "kernel_gradient": "all-reduce"},
 }

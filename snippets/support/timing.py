@@ -12,14 +12,14 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 import jax
 
 
-def interleaved(
-    runs: Mapping[Hashable, Callable[[], object]], repeats: int, warmup: int = 1
-) -> dict[Hashable, list[float]]:
+def interleaved[K: Hashable](
+    runs: Mapping[K, Callable[[], object]], repeats: int, warmup: int = 1
+) -> dict[K, list[float]]:
     """Seconds per call of each run, ``repeats`` rounds of one call each, after ``warmup`` calls."""
     for run in runs.values():
         for _ in range(warmup):
             jax.block_until_ready(run())
-    seconds: dict[Hashable, list[float]] = {key: [] for key in runs}
+    seconds: dict[K, list[float]] = {key: [] for key in runs}
     for _ in range(repeats):
         for key, run in runs.items():
             start = time.perf_counter()

@@ -1,0 +1,51 @@
+"""find-barriers' Python API: the sites of a ``jax.jit(...).lower(...)``, outputs named.
+
+Reads the StableHLO module the lowering holds (:mod:`snippets.hlo.stablehlo`, no HLO text
+printed) with the site finder the command line uses on dumps (:mod:`snippets.hlo.sites`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+
+from snippets.hlo.sites import TransposeSite, find_sites
+from snippets.hlo.stablehlo import read_stablehlo
+
+
+def output_name(path: tuple) -> str:
+    """An output's pytree path as a reader names the parameter: ``head.kernel`` for
+    ``[1]['head']['kernel'].value`` (the result tuple's index and a variable's ``.value`` go);
+    ``result``, or ``result[0]``, for an output without names."""
+    keys = list(path)
+    if keys and isinstance(keys[-1], jax.tree_util.GetAttrKey) and keys[-1].name == "value":
+        keys.pop()
+    if all(isinstance(key, jax.tree_util.SequenceKey) for key in keys):
+        return "result" + jax.tree_util.keystr(tuple(keys))
+    if isinstance(keys[0], jax.tree_util.SequenceKey):
+        keys.pop(0)
+    return ".".join(
+        str(getattr(key, "key", getattr(key, "name", getattr(key, "idx", key)))) for key in keys
+    )
+
+
+def output_names(lowered: jax.stages.Lowered) -> list[str]:
+    """Every output of ``lowered``, in order, named by :func:`output_name`."""
+    return [output_name(path) for path, _ in jax.tree.leaves_with_path(lowered.out_info)]
+
+
+def find_barriers(lowered: jax.stages.Lowered) -> list[TransposeSite]:
+    """Every transpose-of-dot site of ``lowered``, with what stands between dot and transpose.
+
+    A ``Sharding`` call between is a fold explicit mode blocks (``site.blocked``); ``output``
+    names the parameter the site's value reaches. ``print(site)`` gives the line find-barriers
+    prints for it.
+    """
+    names = output_names(lowered)
+    return [
+        dataclasses.replace(
+            site, output=names[site.output] if isinstance(site.output, int) else site.output
+        )
+        for site in find_sites(read_stablehlo(lowered.compiler_ir()))
+    ]
