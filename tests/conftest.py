@@ -50,9 +50,10 @@ def start_build() -> subprocess.Popen:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """If a test reads the site, start building it now and run the tests that read it last."""
+    """If a test reads the site, start building it now and run the tests that read it last;
+    ``--collect-only`` runs nothing, so builds nothing."""
     readers = [item for item in items if "built_site" in getattr(item, "fixturenames", ())]
-    if readers:
+    if readers and not config.option.collectonly:
         config.stash[BUILD] = start_build()
         items[:] = [item for item in items if item not in readers] + readers
 

@@ -209,9 +209,12 @@ def test_python_dash_m_snippets_alone_lists_every_command():
 
 
 def test_a_closed_pipe_ends_the_run_quietly():
-    """As ``python -m snippets lm_head --json | head -c 0``: the reader is gone before the output."""
+    """As ``python -m snippets devices --json | head -c 0``: the reader is gone before the output.
+
+    ``python -m snippets`` runs every command through :func:`~snippets.support.cli.run_module`;
+    this command is the quickest to print."""
     with subprocess.Popen(
-        [sys.executable, "-m", "snippets", "lm_head", "--json"],
+        [sys.executable, "-m", "snippets", "devices", "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -15,38 +15,7 @@ from snippets.hlo.program import read_hlo
 from snippets.hlo.provenance import readable, user_frame
 from snippets.hlo.sites import TransposeSite, transpose_of_dot_sites
 from snippets.lowering import StepConfig, build_step
-
-WITH_METADATA = """
-HloModule jit_step, entry_computation_layout={(f32[2,3]{1,0}, f32[3,4]{1,0})->(f32[4,2]{0,1}, f32[4,2]{1,0})}
-
-FileNames
-1 "/somewhere/site-packages/model/layers.py"
-
-FunctionNames
-1 "Dense.__call__"
-
-FileLocations
-1 {file_name_id=1 function_name_id=1 line=42 end_line=42 column=4 end_column=20}
-
-StackFrames
-1 {file_location_id=1 parent_frame_id=1}
-
-
-ENTRY main.1 {
-  a = f32[2,3]{1,0} parameter(0), metadata={op_name="a"}
-  b = f32[3,4]{1,0} parameter(1), metadata={op_name="b"}
-  d1 = f32[2,4]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="jit(step)/dot_general" stack_frame_id=1}
-  t1 = f32[4,2]{0,1} transpose(d1), dimensions={1,0}
-  d2 = f32[2,4]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  s2 = f32[2,4]{1,0} custom-call(d2), custom_call_target="Sharding", sharding={replicated}
-  t2 = f32[4,2]{0,1} transpose(s2), dimensions={1,0}
-  c2 = f32[4,2]{1,0} copy(t2)
-  d3 = f32[2,4]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  t3 = f32[4,2]{0,1} transpose(d3), dimensions={1,0}
-  m3 = f32[4,2]{0,1} multiply(t3, t3)
-  ROOT out = (f32[4,2]{0,1}, /*index=1*/f32[4,2]{1,0}) tuple(t1, /*index=1*/c2)
-}
-"""
+from tests.hlo_fixtures import SITES
 
 LOOP = """
 HloModule jit_scan, entry_computation_layout={(f32[3,2]{1,0})->f32[2,2,3]{2,1,0}}
@@ -93,19 +62,19 @@ ENTRY main {
 
 
 def test_sites_carry_the_dot_shape_op_name_source_and_output():
-    sites = {site.transpose: site for site in transpose_of_dot_sites(WITH_METADATA)}
-    assert set(sites) == {"t1", "t2", "t3"}
-    assert sites["t1"].dot_shape == "f32[2,4]"  # shapes without layouts
-    assert sites["t1"].op_name == "jit(step)/dot_general"
-    assert sites["t1"].source == "/somewhere/site-packages/model/layers.py:42"
-    assert sites["t2"].op_name is None
-    assert sites["t2"].source is None
-    assert sites["t2"].between == ("Sharding",)
-    assert [sites[name].output for name in ("t1", "t2", "t3")] == [0, 1, None]
+    sites = {site.transpose: site for site in transpose_of_dot_sites(SITES)}
+    assert set(sites) == {"t1", "t2", "t3", "t6"}
+    assert sites["t2"].dot_shape == "f32[32,16]"  # shapes without layouts
+    assert sites["t2"].op_name == "jit(step)/dot_general"
+    assert sites["t2"].source == "/somewhere/site-packages/model/layers.py:42"
+    assert sites["t1"].op_name is None
+    assert sites["t1"].source is None
+    assert sites["t1"].between == ("Sharding",)
+    assert [sites[name].output for name in ("t2", "t1", "t3")] == [0, 1, None]
 
 
 def test_frames_read_the_stack_frame_tables():
-    assert read_hlo(WITH_METADATA).frames == {1: "/somewhere/site-packages/model/layers.py:42"}
+    assert read_hlo(SITES).frames == {1: "/somewhere/site-packages/model/layers.py:42"}
     assert read_hlo("ENTRY main { ROOT x = f32[] constant(0) }").frames == {}
 
 

@@ -8,6 +8,7 @@ import pytest
 from snippets.hlo.program import instructions
 from snippets.hlo.shapes import array_shapes
 from snippets.hlo.sites import transpose_of_dot_sites
+from tests.hlo_fixtures import SITES
 
 
 def weight_gradient(w, x):
@@ -47,34 +48,14 @@ def test_the_rule_predicts_what_xla_cpu_does_on_one_device(name):
     assert (site.no_fold is None) == (verdict == "foldable")
 
 
-RULE = """
-HloModule rule, entry_computation_layout={(f32[8,2]{1,0}, f32[8,4]{1,0})->(f32[4,2]{1,0})}
-
-ENTRY main {
-  x = f32[8,2]{1,0} parameter(0)
-  g = f32[8,4]{1,0} parameter(1)
-  one = f32[2,4]{1,0} dot(x, g), lhs_contracting_dims={0}, rhs_contracting_dims={0}
-  s1 = f32[2,4]{1,0} custom-call(one), custom_call_target="Sharding", sharding={replicated}
-  t1 = f32[4,2]{0,1} transpose(s1), dimensions={1,0}
-  two = f32[2,4]{1,0} dot(x, g), lhs_contracting_dims={0}, rhs_contracting_dims={0}
-  s2 = f32[2,4]{1,0} custom-call(two), custom_call_target="Sharding", sharding={replicated}
-  t2 = f32[4,2]{0,1} transpose(s2), dimensions={1,0}
-  n2 = f32[2,4]{1,0} negate(two)
-  three = f32[2,4]{1,0} dot(x, g), lhs_contracting_dims={0}, rhs_contracting_dims={0}
-  r3 = f32[2,4]{1,0} all-reduce(three), to_apply=add
-  t3 = f32[4,2]{0,1} transpose(r3), dimensions={1,0}
-  ROOT out = (f32[4,2]{0,1}, f32[4,2]{0,1}, f32[2,4]{1,0}, f32[4,2]{0,1}) tuple(t1, t2, n2, t3)
-}
-"""
-
-
 def test_each_condition_decides_as_xla_does():
-    sites = {site.dot: site for site in transpose_of_dot_sites(RULE)}
-    assert (sites["one"].verdict, sites["one"].no_fold) == ("blocked", None)
-    assert sites["two"].verdict == "kept"  # the dot has a second user: no fold
-    assert sites["two"].no_fold == "the dot has 2 users"
-    assert sites["three"].verdict == "kept"  # an all-reduce stands between (partitioned)
-    assert sites["three"].no_fold.startswith("an all-reduce stands between")
+    sites = {site.transpose: site for site in transpose_of_dot_sites(SITES)}
+    assert (sites["t1"].verdict, sites["t1"].no_fold) == ("blocked", None)
+    assert (sites["t2"].verdict, sites["t2"].no_fold) == ("foldable", None)
+    assert sites["t6"].verdict == "kept"  # the dot has a second user: no fold
+    assert sites["t6"].no_fold == "the dot has 2 users"
+    assert sites["t3"].verdict == "kept"  # an all-reduce stands between (partitioned)
+    assert sites["t3"].no_fold.startswith("an all-reduce stands between")
 
 
 FRAMES = """

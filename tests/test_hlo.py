@@ -13,6 +13,7 @@ from snippets.hlo.gradients import _called, kernel_relayouts
 from snippets.hlo.program import computations, instructions, parse_instruction, read_hlo
 from snippets.hlo.shapes import shape_bytes
 from snippets.hlo.sites import transpose_of_dot_sites
+from tests.hlo_fixtures import SITES
 
 COMPILED = """
 HloModule jit_step, entry_computation_layout={(f32[2,1]{1,0})->f32[1,2]{1,0}}
@@ -93,36 +94,14 @@ def test_opcode_counts_does_not_count_prefixes():
     assert counts == {"all-gather": 1, "dynamic-slice": 1, "slice": 0}
 
 
-BEFORE_OPTIMISATION = """
-ENTRY main.1 {
-  a = f32[8,16]{1,0} parameter(0)
-  g = f32[8,32]{1,0} parameter(1)
-  d1 = f32[32,16]{1,0} dot(g, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}
-  s1 = f32[32,16]{1,0} custom-call(d1), custom_call_target="Sharding", sharding={replicated}
-  t1 = f32[16,32]{0,1} transpose(s1), dimensions={1,0}
-  d2 = f32[32,16]{1,0} dot(g, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}
-  t2 = f32[16,32]{0,1} transpose(d2), dimensions={1,0}
-  d3 = f32[32,16]{1,0} dot(g, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}
-  r3 = (f32[], f32[32,16]{1,0}) all-reduce(a, d3), replica_groups={{0,1}}, to_apply=add
-  e3 = f32[32,16]{1,0} get-tuple-element(r3), index=1
-  t3 = f32[16,32]{0,1} transpose(e3), dimensions={1,0}
-  n4 = f32[32,16]{1,0} negate(d3)
-  t4 = f32[16,32]{0,1} transpose(n4), dimensions={1,0}
-  t5 = f32[16,8]{0,1} transpose(a), dimensions={1,0}
-  f1 = f32[16,32]{1,0} custom-call(t1), custom_call_target="xla.sdy.FuncResultSharding"
-  ROOT c = f32[16,32]{1,0} copy(t2)
-}
-"""
-
-
 def test_sharding_calls_are_counted_by_target_only():
-    assert sharding_call_count(BEFORE_OPTIMISATION) == 1
+    assert sharding_call_count(SITES) == 2  # s1 and s6, not the FuncResultSharding call
     assert sharding_call_count(COMPILED) == 0
 
 
 def test_transpose_of_dot_sites_classify_what_stands_between():
-    sites = {site.transpose: site for site in transpose_of_dot_sites(BEFORE_OPTIMISATION)}
-    assert set(sites) == {"t1", "t2", "t3"}  # t4 is fed by a negate, t5 by a parameter
+    sites = {site.transpose: site for site in transpose_of_dot_sites(SITES)}
+    assert set(sites) == {"t1", "t2", "t3", "t6"}  # t4 is fed by a negate, t5 by a parameter
     assert (sites["t1"].between, sites["t1"].kind) == (("Sharding",), "barrier")
     assert (sites["t2"].between, sites["t2"].kind) == ((), "foldable")
     assert sites["t3"].between == ("get-tuple-element", "all-reduce")
@@ -135,19 +114,19 @@ def test_transpose_of_dot_sites_classify_what_stands_between():
 
 
 def test_transpose_of_dot_sites_filter_by_size():
-    assert len(transpose_of_dot_sites(BEFORE_OPTIMISATION, dims=(32, 16))) == 3
-    assert transpose_of_dot_sites(BEFORE_OPTIMISATION, dims=(32, 8)) == []
+    assert len(transpose_of_dot_sites(SITES, dims=(32, 16))) == 4
+    assert transpose_of_dot_sites(SITES, dims=(32, 8)) == []
 
 
 def test_relayouts_list_transposes_and_copies_with_shapes():
-    found = [(r.opcode, r.shape) for r in relayouts(BEFORE_OPTIMISATION, dims=(16, 32))]
-    assert [opcode for opcode, _ in found].count("transpose") == 4
+    found = [(r.opcode, r.shape) for r in relayouts(SITES, dims=(16, 32))]
+    assert [opcode for opcode, _ in found].count("transpose") == 5  # all but t5
     assert ("copy", "f32[16,32]{1,0}") in found
     assert relayouts(COMPILED) == []
 
 
 def test_a_site_reads_as_its_chain():
-    (site,) = [s for s in transpose_of_dot_sites(BEFORE_OPTIMISATION) if s.kind == "barrier"]
+    (site,) = [s for s in transpose_of_dot_sites(SITES) if s.blocked]
     assert site.chain == "dot f32[32,16] -> Sharding -> transpose f32[16,32]"
     assert site.blocked
 

@@ -25,22 +25,29 @@ MLP = {f"decoder/layers_0/mlp/{name}/kernel" for name in ("wi_0", "wi_1", "wo")}
 
 
 @pytest.fixture(scope="module")
-def cli_report() -> dict:
+def fresh_process() -> tuple[dict, str]:
     """``python -m snippets maxtext_decoder --json --causal --compiled`` with the defaults (the
-    issue's config), for real: one fresh process builds MaxText's model for every test here."""
-    command = [
-        sys.executable,
-        "-m",
-        "snippets",
-        "maxtext_decoder",
-        "--json",
-        "--causal",
-        "--compiled",
-    ]
-    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    issue's config), for real: one fresh process builds MaxText's model for every test here.
+    It runs the command as ``-m`` does (:mod:`runpy`), then prints Flax's
+    ``flax_always_shard_variable``: the report, and that setting as text."""
+    code = (
+        "import runpy, sys; sys.argv[1:] = ['maxtext_decoder', '--json', '--causal', '--compiled']; "
+        "runpy.run_module('snippets', run_name='__main__', alter_sys=True); "
+        "from flax import config; print(config.flax_always_shard_variable)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stderr == ""  # MaxText's and transformers' log lines are kept quiet
-    return json.loads(result.stdout)
+    report, setting = result.stdout.rstrip().rsplit("\n", 1)
+    return json.loads(report), setting
+
+
+@pytest.fixture(scope="module")
+def cli_report(fresh_process) -> dict:
+    """The command's JSON report."""
+    return fresh_process[0]
 
 
 def test_explicit_mode_has_more_sharding_calls_and_the_same_sites(cli_report):
@@ -189,15 +196,9 @@ def test_maxtext_config_leaves_xla_flags_as_they_were(monkeypatch, flags):
     assert os.environ.get("XLA_FLAGS") == flags
 
 
-def test_importing_maxtext_leaves_flax_sharding_on():
+def test_importing_maxtext_leaves_flax_sharding_on(fresh_process):
     """MaxText's import turns flax_always_shard_variable off for the process; it is put back.
 
-    In a fresh process, where MaxText is imported for the first time."""
-    code = (
-        "from flax import config; from snippets.measure.maxtext_decoder import import_maxtext; "
-        "import_maxtext(); print(config.flax_always_shard_variable)"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == "True"
+    In the fresh process that ran the command line, where MaxText was imported for the first
+    time, read after the run."""
+    assert fresh_process[1] == "True"
