@@ -25,8 +25,7 @@ from pydantic import model_validator
 from snippets.kernel_order_grad import auto_axes_dot_general, kernel_order_dot_general
 from snippets.support.config import Config, PositiveInt
 
-KernelOrder = Literal["custom_vjp", "auto_axes"]
-KERNEL_ORDER: dict[KernelOrder | None, Callable[..., jax.Array]] = {
+KERNEL_ORDER: dict[str | None, Callable[..., jax.Array]] = {
     None: lax.dot_general,
     "custom_vjp": kernel_order_dot_general,
     "auto_axes": auto_axes_dot_general,
@@ -144,7 +143,7 @@ class LMHeadConfig(Config):
     """Tie the head to the token embedding (attend on it) instead of an untied kernel."""
     lm_head_kernel_transposed: bool = False
     """Store the untied kernel ``[vocab, embed]``: the checkpoint's orientation changes."""
-    lm_head_weight_grad_in_kernel_order: KernelOrder | None = None
+    lm_head_weight_grad_in_kernel_order: Literal["custom_vjp", "auto_axes"] | None = None
     """Keep the kernel ``[embed, vocab]`` and write its gradient in that order, this way."""
     lm_head_vocab_parallel: bool = False
     """Shard the untied kernel on ``vocab``, not ``embed`` (:func:`head_axis_rules`)."""

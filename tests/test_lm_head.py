@@ -1,5 +1,7 @@
 """The transposed-kernel DenseGeneral, its linen form, the head config and the spec helper."""
 
+import typing
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -9,7 +11,13 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from snippets.devices import make_mesh
-from snippets.lm_head import DenseGeneral, LMHeadConfig, build_output_head, head_kernel_spec
+from snippets.lm_head import (
+    KERNEL_ORDER,
+    DenseGeneral,
+    LMHeadConfig,
+    build_output_head,
+    head_kernel_spec,
+)
 from snippets.measure import head_orientation
 from snippets.measure.head_orientation import dot_rounding_bound, orientation_report, small_integers
 
@@ -296,3 +304,11 @@ def test_the_untransposed_layer_computes_what_flax_linear_general_does(
     rows, columns = x.reshape(3, -1), ours.kernel[...].reshape(x[0].size, -1)
     bound = dot_rounding_bound(rows, columns).reshape(ours(x).shape)
     assert np.all(np.abs(np.subtract(ours(x), flax(x), dtype=np.float64)) <= bound)
+
+
+def test_the_kernel_order_field_names_each_dot_general():
+    """The field's Literal is written out for the type checker; it must name KERNEL_ORDER's keys."""
+    literal, _none = typing.get_args(
+        LMHeadConfig.model_fields["lm_head_weight_grad_in_kernel_order"].annotation
+    )
+    assert {*typing.get_args(literal), None} == set(KERNEL_ORDER)
