@@ -16,7 +16,7 @@ from snippets.hlo.stablehlo import read_stablehlo
 
 def output_name(path: tuple) -> str:
     """An output's pytree path as a reader names the parameter: ``head.kernel`` for
-    ``[1]['head']['kernel'].value`` (the result tuple's index and a variable's ``.value`` go);
+    ``[1].head.kernel.value`` (the result tuple's index and a variable's ``.value`` go);
     ``result``, or ``result[0]``, for an output without names."""
     keys = list(path)
     if keys and isinstance(keys[-1], jax.tree_util.GetAttrKey) and keys[-1].name == "value":
