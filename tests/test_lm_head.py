@@ -135,7 +135,8 @@ def test_same_seed_gives_the_same_matrix_transposed():
 @pytest.mark.parametrize("flag", [False, True])
 def test_init_statistics_use_fan_in_over_the_input_axes(flag):
     layer = pair((4, 16), (2, 64), axis=(-2, -1))[flag]
-    assert float(np.std(np.asarray(layer.kernel[...]))) == pytest.approx(1 / np.sqrt(4 * 16), rel=0.05)
+    kernel = np.asarray(layer.kernel[...])
+    assert float(kernel.std()) == pytest.approx(1 / np.sqrt(4 * 16), rel=0.05)
 
 
 def test_out_sharding_on_an_explicit_mesh_matches_the_unsharded_result():
