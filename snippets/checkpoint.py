@@ -1,7 +1,7 @@
 """Checkpoints that keep every DenseGeneral kernel canonical, ``[in..., out...]``, on disk.
 
 Save transposes a ``kernel_transposed=True`` kernel to canonical order; restore transposes
-it back. Each kernel's stored layout (read from the modules, not guessed from shapes) and
+it back. Each kernel's stored orientation (read from the modules, not guessed from shapes) and
 each array's SHA-256 are recorded and checked on restore. Storage is orbax-checkpoint.
 """
 
@@ -27,15 +27,16 @@ from snippets.support.cli import one_line
 from snippets.support.config import PositiveInt
 
 CANONICAL: Final = "in_out"
+"""A kernel stored ``[in..., out...]``, as the record names it."""
 TRANSPOSED: Final = "out_in"
-"""The two kernel layouts a record can name: ``[in..., out...]`` and ``[out..., in...]``."""
+"""A kernel stored ``[out..., in...]``, as the record names it."""
 Features = Annotated[list[PositiveInt], Field(min_length=1)]
 
 
 class KernelRecord(TypedDict):
-    """One kernel's entry in the orientation record: its stored layout and feature sizes."""
+    """One kernel's entry in the orientation record: its stored orientation and feature sizes."""
 
-    layout: Literal["in_out", "out_in"]
+    orientation: Literal["in_out", "out_in"]
     in_features: Features
     out_features: Features
 
@@ -54,11 +55,11 @@ class OrientationError(CheckpointError):
     """A checkpoint's orientation record is missing or does not fit the model restoring it."""
 
 
-def kernel_layouts(model: nnx.Module) -> dict[str, KernelRecord]:
-    """The layout of every DenseGeneral kernel in ``model``, keyed by its parameter path."""
+def kernel_orientations(model: nnx.Module) -> dict[str, KernelRecord]:
+    """The orientation of every DenseGeneral kernel in ``model``, keyed by its parameter path."""
     return {
         "/".join(map(str, (*path, "kernel"))): {
-            "layout": TRANSPOSED if module.kernel_transposed else CANONICAL,
+            "orientation": TRANSPOSED if module.kernel_transposed else CANONICAL,
             "in_features": list(module.in_features),
             "out_features": list(module.out_features),
         }
@@ -75,9 +76,9 @@ def checksum(array: jax.Array) -> Checksum:
 
 
 def _flip(record: KernelRecord) -> tuple[int, ...]:
-    """The axis permutation that takes a kernel in the record's layout to the other layout."""
+    """The axis permutation that takes a kernel in the record's orientation to the other."""
     n_in, n_out = len(record["in_features"]), len(record["out_features"])
-    lead = n_in if record["layout"] == CANONICAL else n_out
+    lead = n_in if record["orientation"] == CANONICAL else n_out
     return (*range(lead, n_in + n_out), *range(lead))
 
 
@@ -87,14 +88,14 @@ def save(directory: str | Path, model: nnx.Module) -> Path:
     if directory.exists():
         raise CheckpointError(f"{directory} already exists; save into a new directory.")
     params = flatten_dict(nnx.to_pure_dict(nnx.state(model, nnx.Param)), sep="/")
-    layouts = kernel_layouts(model)
-    for path, record in layouts.items():
-        if record["layout"] == TRANSPOSED:
+    orientations = kernel_orientations(model)
+    for path, record in orientations.items():
+        if record["orientation"] == TRANSPOSED:
             params[path] = jnp.transpose(params[path], _flip(record))
-            record["layout"] = CANONICAL
+            record["orientation"] = CANONICAL
     args = ocp.args.Composite(
         params=ocp.args.StandardSave(unflatten_dict(params, sep="/")),
-        orientation=ocp.args.JsonSave(layouts),
+        orientation=ocp.args.JsonSave(orientations),
         checksums=ocp.args.JsonSave({path: checksum(a) for path, a in params.items()}),
     )
     with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
@@ -103,7 +104,7 @@ def save(directory: str | Path, model: nnx.Module) -> Path:
 
 
 WHY_RECORDS = {
-    "orientation": "its kernels' layout cannot be known (a square kernel looks the same both ways)",
+    "orientation": "its kernels' orientation cannot be known (a square kernel looks the same both ways)",
     "checksums": "damaged data could not be detected",
 }
 
@@ -140,7 +141,7 @@ def _check_records(stored: dict[str, KernelRecord], target: dict[str, KernelReco
         have = stored.get(path)
         if have is None:
             raise OrientationError(f"The checkpoint records no orientation for {path}.")
-        if have | {"layout": want["layout"]} != want:
+        if have | {"orientation": want["orientation"]} != want:
             raise OrientationError(
                 f"{path}: the checkpoint records in_features {have['in_features']} and out_features "
                 f"{have['out_features']}, the model {want['in_features']} and {want['out_features']}."
@@ -170,7 +171,7 @@ def _check_arrays(expected: dict[str, jax.ShapeDtypeStruct], checksums: dict[str
         if tuple(have["shape"]) != want.shape:
             raise CheckpointError(
                 f"{path}: the checkpoint holds shape {tuple(have['shape'])} but the model needs "
-                f"{want.shape} in the layout its orientation record gives: record and data disagree."
+                f"{want.shape}, as the orientation record stores it: record and data disagree."
             )
         if have["dtype"] != str(want.dtype):
             raise CheckpointError(
@@ -179,23 +180,23 @@ def _check_arrays(expected: dict[str, jax.ShapeDtypeStruct], checksums: dict[str
 
 
 def restore(directory: str | Path, model: nnx.Module) -> nnx.Module:
-    """Load a checkpoint into ``model`` in place, each kernel transposed to its module's layout.
+    """Load a checkpoint into ``model`` in place, each kernel transposed to its module's orientation.
 
     Each array is read into the target's sharding (axes permuted for a flipped kernel) and
-    checked against its SHA-256; a jitted transpose then gives the target's layout and sharding.
+    checked against its SHA-256; a jitted transpose then gives the target's orientation and sharding.
     """
     directory = Path(directory).expanduser().resolve()
-    layouts, stored_layouts = kernel_layouts(model), read_orientation(directory)
+    orientations, recorded = kernel_orientations(model), read_orientation(directory)
     if not (directory / "params").is_dir():
         raise CheckpointError(f"Checkpoint {directory} has no params/ folder: it holds no arrays.")
-    _check_records(stored_layouts, layouts)
+    _check_records(recorded, orientations)
     checksums = _read_record(directory, "checksums", dict[str, Checksum], CheckpointError)
     state = nnx.state(model, nnx.Param)
     targets = flatten_dict(nnx.to_pure_dict(state), sep="/")
-    flips = {  # kernel path -> the permutation from the model's layout to the stored one
+    flips = {  # kernel path -> the permutation from the model's orientation to the stored one
         path: _flip(record)
-        for path, record in layouts.items()
-        if stored_layouts[path]["layout"] != record["layout"]
+        for path, record in orientations.items()
+        if recorded[path]["orientation"] != record["orientation"]
     }
     expected = {path: _permuted(t, flips.get(path, range(t.ndim))) for path, t in targets.items()}
     _check_arrays(expected, checksums)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, get_args
 
 import jax
 import jax.numpy as jnp
@@ -23,7 +23,8 @@ from snippets.lm_head import LMHeadConfig, build_output_head, head_axis_rules
 from snippets.support.config import Config, PositiveInt
 from snippets.vocab_parallel import pin, vocab_parallel_cross_entropy, vocab_parallel_logits
 
-VARIANTS: dict[str, dict[str, Any]] = {  # LMHeadConfig options
+Variant = Literal["EV", "VE", "custom-vjp", "auto-axes", "vocab-parallel"]
+VARIANTS: dict[Variant, dict[str, Any]] = {  # LMHeadConfig options
     "EV": {},
     "VE": {"lm_head_kernel_transposed": True},
     "custom-vjp": {"lm_head_weight_grad_in_kernel_order": "custom_vjp"},
@@ -33,38 +34,44 @@ VARIANTS: dict[str, dict[str, Any]] = {  # LMHeadConfig options
 """The head variants, as LM-head options: ``EV`` stores the kernel ``[embed, vocab]``, ``VE``
 ``[vocab, embed]``; the next two keep ``EV``'s and write its gradient in that order;
 ``vocab-parallel`` keeps it too, sharded on ``vocab`` instead of ``embed`` (needs an fsdp axis)."""
-DTYPES = ("float32", "bfloat16", "float16")
-OPTIMIZERS = ("none", "adam")
+Dtype = Literal["float32", "bfloat16", "float16"]
+DTYPES = get_args(Dtype)
+Optimizer = Literal["none", "adam"]
+OPTIMIZERS = get_args(Optimizer)
 """``none``: the step returns the loss and gradients; ``adam``: it also applies an AdamW update."""
-MeshLayout = Literal["dp", "dp_fsdp", "fsdp"]
-MESH_LAYOUTS = {"dp": ("data",), "dp_fsdp": ("data", "fsdp"), "fsdp": ("fsdp",)}
-"""Mesh layouts: data parallel; data x fsdp (2 x n/2); all fsdp, MaxText's benchmark mesh. The
-batch is sharded over every axis; on an fsdp axis the weights are too, on ``embed``."""
+MeshName = Literal["dp", "dp_fsdp", "fsdp"]
+MESH_AXES: dict[MeshName, tuple[str, ...]] = {
+    "dp": ("data",),
+    "dp_fsdp": ("data", "fsdp"),
+    "fsdp": ("fsdp",),
+}
+"""Each mesh's axis names: data parallel; data x fsdp (2 x n/2); all fsdp, MaxText's benchmark
+mesh. The batch is sharded over every axis; on an fsdp axis the weights are too, on ``embed``."""
 
 
-def mesh_shape(layout: str, devices: int) -> tuple[int, ...]:
-    """The axis sizes of a :data:`MESH_LAYOUTS` layout on ``devices`` devices (data x fsdp: 2 x n/2).
+def mesh_shape(mesh: MeshName, devices: int) -> tuple[int, ...]:
+    """The axis sizes of a :data:`MESH_AXES` mesh on ``devices`` devices (data x fsdp: 2 x n/2).
 
     >>> mesh_shape("dp_fsdp", 4)
     (2, 2)
     """
-    return (2, devices // 2) if layout == "dp_fsdp" else (devices,)
+    return (2, devices // 2) if mesh == "dp_fsdp" else (devices,)
 
 
 class StepConfig(Config):
     """Everything that decides the lowered step; an invalid combination fails on construction."""
 
     mode: ShardMode = "explicit"
-    variant: Literal["EV", "VE", "custom-vjp", "auto-axes", "vocab-parallel"] = "EV"
-    mesh: MeshLayout = "dp"
+    variant: Variant = "EV"
+    mesh: MeshName = "dp"
     devices: PositiveInt = MESH_DEVICES
     emb: PositiveInt = 64
     vocab: PositiveInt = 256
     batch: PositiveInt = 8
     seq: PositiveInt = 16
-    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    dtype: Dtype = "float32"
     pin_logits: bool = True
-    optimizer: Literal["none", "adam"] = "none"
+    optimizer: Optimizer = "none"
 
     @model_validator(mode="after")
     def _fits_the_mesh(self) -> Self:
@@ -111,13 +118,13 @@ class StepConfig(Config):
 
     @property
     def mesh_shape(self) -> tuple[int, ...]:
-        """The mesh's axis sizes for this layout and device count."""
+        """The mesh's axis sizes for this mesh and device count."""
         return mesh_shape(self.mesh, self.devices)
 
     @property
     def axes(self) -> tuple[str, ...]:
         """The mesh's axis names: the batch is sharded over all of them."""
-        return MESH_LAYOUTS[self.mesh]
+        return MESH_AXES[self.mesh]
 
     @property
     def data_axes(self) -> tuple[str, ...]:

@@ -62,7 +62,7 @@ def vocab_parallel_cross_entropy(
         jnp.int32, shape, logits.ndim - 1, out_sharding=columns if explicit else None
     )
     one_hot = pin(targets, _spec(targets.ndim, batch))[..., None] == iota
-    if not explicit:  # auto mode: ask for the layout the logits have
+    if not explicit:  # auto mode: ask for the sharding the logits have
         one_hot = pin(one_hot, _spec(logits.ndim, batch, vocab))
     picked = jnp.sum(jnp.where(one_hot, shifted, 0.0), axis=-1)
     return jnp.mean(log_total - picked)

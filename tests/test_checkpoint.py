@@ -15,7 +15,7 @@ from snippets.checkpoint import (
     TRANSPOSED,
     OrientationError,
     _permuted,
-    kernel_layouts,
+    kernel_orientations,
     read_orientation,
     restore,
     save,
@@ -62,7 +62,7 @@ def test_round_trip_between_orientations(tmp_path, source, target):
 def test_checkpoint_stores_the_canonical_orientation(tmp_path):
     save(tmp_path / "ckpt", head(True))
     assert read_orientation(tmp_path / "ckpt") == {
-        "kernel": {"layout": CANONICAL, "in_features": [64], "out_features": [256]}
+        "kernel": {"orientation": CANONICAL, "in_features": [64], "out_features": [256]}
     }
     restored_as_stored = restore(tmp_path / "ckpt", head(False, seed=3))
     assert restored_as_stored.kernel.shape == (64, 256)
@@ -100,26 +100,26 @@ def test_square_kernel_follows_the_record_not_the_shape(tmp_path):
     assert not jnp.array_equal(restored.kernel[...], original.kernel[...])
 
 
-def test_a_tampered_layout_record_is_obeyed_on_a_square_kernel(tmp_path):
+def test_a_tampered_orientation_record_is_obeyed_on_a_square_kernel(tmp_path):
     original = head(False, emb=32, vocab=32)
     save(tmp_path / "ckpt", original)
     record_file = next((tmp_path / "ckpt" / "orientation").glob("*"))
     record = json.loads(record_file.read_text())
-    record["kernel"]["layout"] = TRANSPOSED
+    record["kernel"]["orientation"] = TRANSPOSED
     record_file.write_text(json.dumps(record))
     restored = restore(tmp_path / "ckpt", head(False, seed=9, emb=32, vocab=32))
     assert jnp.array_equal(restored.kernel[...], original.kernel[...].T)
 
 
-def test_an_unknown_layout_in_the_record_raises(tmp_path):
+def test_an_unknown_orientation_in_the_record_raises(tmp_path):
     save(tmp_path / "ckpt", head(False))
     record_file = next((tmp_path / "ckpt" / "orientation").glob("*"))
     record = json.loads(record_file.read_text())
-    record["kernel"]["layout"] = "vocab_major"
+    record["kernel"]["orientation"] = "vocab_major"
     record_file.write_text(json.dumps(record))
     with pytest.raises(
         OrientationError,
-        match=r"kernel\.layout: Input should be 'in_out' or 'out_in' \(got 'vocab_major'\)",
+        match=r"kernel\.orientation: Input should be 'in_out' or 'out_in' \(got 'vocab_major'\)",
     ):
         restore(tmp_path / "ckpt", head(True))
 
@@ -153,14 +153,14 @@ def test_a_kernel_without_a_record_raises(tmp_path):
         restore(tmp_path / "ckpt", TwoHeads(nnx.Rngs(0)))
 
 
-def test_kernel_layouts_come_from_the_modules():
+def test_kernel_orientations_come_from_the_modules():
     class TwoHeads(nnx.Module):
         def __init__(self, rngs):
             self.encoder = DenseGeneral(8, 16, rngs=rngs)
             self.head = DenseGeneral(16, (2, 4), kernel_transposed=True, rngs=rngs)
 
-    layouts = kernel_layouts(TwoHeads(nnx.Rngs(0)))
-    assert layouts == {
-        "encoder/kernel": {"layout": CANONICAL, "in_features": [8], "out_features": [16]},
-        "head/kernel": {"layout": TRANSPOSED, "in_features": [16], "out_features": [2, 4]},
+    orientations = kernel_orientations(TwoHeads(nnx.Rngs(0)))
+    assert orientations == {
+        "encoder/kernel": {"orientation": CANONICAL, "in_features": [8], "out_features": [16]},
+        "head/kernel": {"orientation": TRANSPOSED, "in_features": [16], "out_features": [2, 4]},
     }

@@ -70,7 +70,7 @@ def test_a_record_without_features_is_refused(saved, key):
         restore(saved, head())
 
 
-def test_a_flipped_layout_on_a_rectangular_kernel_names_the_record(saved):
+def test_a_flipped_orientation_on_a_rectangular_kernel_names_the_record(saved):
     edit_record(saved, lambda text: text.replace('"in_out"', f'"{TRANSPOSED}"'))
     with pytest.raises(
         CheckpointError,

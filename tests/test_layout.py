@@ -55,12 +55,13 @@ def test_imports_point_from_measurement_to_teaching_to_support(name):
 
 def test_public_names_are_unique():
     """One name, one meaning: no two public functions or classes share a name, but ``main``."""
-    names = Counter(
-        node.name
-        for tree in MODULES.values()
+    defined = {  # per module: a typing.overload's stubs and its body are one name
+        (module, node.name)
+        for module, tree in MODULES.items()
         for node in tree.body
         if isinstance(node, ast.FunctionDef | ast.ClassDef) and not node.name.startswith("_")
-    )
+    }
+    names = Counter(name for _, name in defined)
     assert [name for name, count in names.items() if count > 1 and name != "main"] == []
 
 

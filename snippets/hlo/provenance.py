@@ -92,7 +92,7 @@ def role(op_name: str | None, parameter: str | None, output: int | str | None) -
 class Parameters:
     """Which parameter each weight-gradient dot differentiates: the dot that reads the same
     activation in the forward pass and, as its other operand, an entry parameter with the
-    gradient's sizes. Named as the dump names it (``params['head']['kernel']`` under
+    gradient's sizes. Named as the dump names it (``model.head.kernel.value`` under
     ``jax.jit``, ``model.states[0][32]`` under ``nnx.jit``)."""
 
     def __init__(self, program: Program) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from snippets.devices import MESH_DEVICES, setup_devices
-from snippets.lowering import MESH_LAYOUTS, StepConfig, build_step, every_mode_and_variant
+from snippets.lowering import MESH_AXES, StepConfig, build_step, every_mode_and_variant
 from snippets.support.cli import Parser, check_memory, positive_int, reported
 from snippets.support.tables import print_report
 from snippets.support.timing import interleaved, milliseconds, ratio_range, verdict
@@ -49,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--full", action="store_true", help="larger sizes: emb 512, vocab 32000")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.add_argument("--devices", type=positive_int, default=MESH_DEVICES)
-    parser.add_argument("--mesh", choices=tuple(MESH_LAYOUTS), default="dp")
+    parser.add_argument("--mesh", choices=tuple(MESH_AXES), default="dp")
     args = parser.parse_args(argv)
     sizes, repeats = FULL if args.full else QUICK
     with reported(args.debug):

@@ -16,7 +16,7 @@ from snippets.devices import ShardMode
 from snippets.hlo.collectives import collectives
 from snippets.hlo.program import computations
 from snippets.hlo.shapes import DTYPE_BYTES, array_shapes, elements
-from snippets.lowering import MESH_LAYOUTS, MeshLayout, StepConfig
+from snippets.lowering import MESH_AXES, MeshName, StepConfig
 from snippets.measure.step_lowering import lower_step
 from snippets.support.config import PositiveInt
 from snippets.support.sources import (
@@ -28,7 +28,7 @@ from snippets.support.sources import (
 )
 
 
-def lm_head_gradient_finish(mesh: MeshLayout, mode: ShardMode = "explicit") -> dict:
+def lm_head_gradient_finish(mesh: MeshName, mode: ShardMode = "explicit") -> dict:
     """How the compiled LM-head step finishes the head kernel's gradient on ``mesh``: its per-rank
     shape, collectives, and the dynamic-slices that cut a shard of that size."""
     config = StepConfig(mesh=mesh, mode=mode)
@@ -52,7 +52,7 @@ def lm_head_gradient_finish(mesh: MeshLayout, mode: ShardMode = "explicit") -> d
     )  # fmt: skip
     return {
         "mesh": mesh,
-        "mesh_axes": dict(zip(MESH_LAYOUTS[mesh], config.mesh_shape, strict=True)),
+        "mesh_axes": dict(zip(MESH_AXES[mesh], config.mesh_shape, strict=True)),
         "kernel": list(config.kernel_dims),
         "gradient_per_rank": list(gradient),
         "gradient_sharded": sharded,

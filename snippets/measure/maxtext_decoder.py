@@ -36,7 +36,7 @@ from snippets.hlo.program import Instruction, attribute_dims, instructions
 from snippets.hlo.provenance import readable
 from snippets.hlo.shapes import array_shapes, layout, shape_bytes
 from snippets.hlo.sites import TransposeSite, transpose_of_dot_sites, value_source
-from snippets.lowering import MESH_LAYOUTS, MeshLayout, mesh_shape
+from snippets.lowering import MESH_AXES, MeshName, mesh_shape
 from snippets.measure.causal_control import (
     XlaChangedError,
     check_ending,
@@ -50,8 +50,8 @@ MAXTEXT_RELEASE = "0.2.5"
 """The MaxText release this module and its guide were made with (``uv.lock`` pins it)."""
 
 
-def ici_parallelism(mesh: str, devices: int) -> dict[str, int]:
-    """MaxText's ``ici_data_parallelism`` and ``ici_fsdp_parallelism`` for a step mesh layout
+def ici_parallelism(mesh: MeshName, devices: int) -> dict[str, int]:
+    """MaxText's ``ici_data_parallelism`` and ``ici_fsdp_parallelism`` for a step mesh
     (one device: both 1).
 
     >>> ici_parallelism("dp_fsdp", 4), ici_parallelism("fsdp", 4), ici_parallelism("dp_fsdp", 1)
@@ -60,7 +60,7 @@ def ici_parallelism(mesh: str, devices: int) -> dict[str, int]:
     if devices == 1:
         return {"data": 1, "fsdp": 1}
     return {"data": 1, "fsdp": 1} | dict(
-        zip(MESH_LAYOUTS[mesh], mesh_shape(mesh, devices), strict=True)
+        zip(MESH_AXES[mesh], mesh_shape(mesh, devices), strict=True)
     )
 
 
@@ -71,7 +71,7 @@ class DecoderConfig(Config):
     vocab: PositiveInt = 512
     layers: PositiveInt = 1
     scan: bool = False
-    mesh: MeshLayout = "dp"
+    mesh: MeshName = "dp"
 
     @model_validator(mode="after")
     def _emb_divides_over_fsdp(self) -> DecoderConfig:
@@ -171,12 +171,11 @@ def lower_decoder(config: DecoderConfig, mode: str, devices: int = MESH_DEVICES)
     import jax.numpy as jnp
     from flax import config as flax_config
     from flax import nnx
-    from flax.core.spmd import logical_axis_rules
 
     cfg = maxtext_config(config, mode, devices)
     mesh = maxtext.utils.maxtext_utils.get_mesh_from_config(cfg, pick_devices(devices))
     unsharded = flax_config.temp_flip_flag("always_shard_variable", False)  # as MaxText wants
-    with unsharded, jax.set_mesh(mesh), logical_axis_rules(cfg.logical_axis_rules):
+    with unsharded, jax.set_mesh(mesh), nnx.logical_axis_rules(cfg.logical_axis_rules):
         _, model = maxtext.utils.model_creation_utils.create_nnx_abstract_model(cfg, mesh)
         graphdef, params, rest = nnx.split(model, nnx.Param, ...)  # type: ignore[misc]  # flax types it variadic
         data = maxtext.utils.sharding.get_input_data_sharding(cfg, mesh)
@@ -484,7 +483,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--vocab", type=positive_int, default=defaults.vocab)
     parser.add_argument("--layers", type=positive_int, default=defaults.layers)
     parser.add_argument("--scan", action="store_true", help="scan the layers (MaxText's default)")
-    parser.add_argument("--mesh", choices=tuple(MESH_LAYOUTS), default=defaults.mesh)
+    parser.add_argument("--mesh", choices=tuple(MESH_AXES), default=defaults.mesh)
     parser.add_argument("--causal", action="store_true", help="add the one-device causal control")
     parser.add_argument("--compiled", action="store_true", help="add each gradient's relayouts")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")

@@ -660,7 +660,7 @@ def tiny_lm_loss(model: FlaxLM, tokens: jax.Array, labels: jax.Array) -> jax.Arr
     if "loss" not in model.fixes:
         loss = optax.softmax_cross_entropy_with_integer_labels
         return loss(logits, labels).mean()
-    spec = jax.typeof(logits).sharding.spec  # the logits' layout
+    spec = jax.typeof(logits).sharding.spec  # the logits' sharding
     targets = jax.nn.one_hot(labels, logits.shape[-1], out_sharding=spec)
     return optax.softmax_cross_entropy(logits, targets).mean()
 
@@ -673,10 +673,9 @@ def train_step_loss(axis_type: AxisType, fixes: Sequence[str] = ()) -> float:
         tokens = jnp.arange(32).reshape(8, 4) % 64
         tokens = jax.device_put(tokens, P("data"))
 
-        @nnx.jit
+        @jax.jit
         def step(model, adamw, tokens, labels):
-            grad_fn = nnx.value_and_grad(tiny_lm_loss)
-            loss, grads = grad_fn(model, tokens, labels)
+            loss, grads = jax.value_and_grad(tiny_lm_loss)(model, tokens, labels)
             adamw.update(model, grads)
             return loss
 

@@ -15,7 +15,7 @@ import jax
 
 from snippets.devices import SHARD_MODES, setup_devices
 from snippets.hlo.lowered import output_names
-from snippets.lowering import DTYPES, MESH_LAYOUTS, VARIANTS, Step, StepConfig, build_step
+from snippets.lowering import DTYPES, MESH_AXES, VARIANTS, Step, StepConfig, build_step
 from snippets.support.cli import Parser, SetupError, check_memory, positive_int, reported
 from snippets.support.tables import print_report
 
@@ -81,7 +81,7 @@ def add_step_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = StepConfig()
     for name in SIZE_FIELDS:
         parser.add_argument(f"--{name}", type=positive_int, default=getattr(defaults, name))
-    parser.add_argument("--mesh", choices=tuple(MESH_LAYOUTS), default=defaults.mesh)
+    parser.add_argument("--mesh", choices=tuple(MESH_AXES), default=defaults.mesh)
 
 
 def step_config(args: argparse.Namespace, steps: int = 1, **fields: Any) -> StepConfig:
