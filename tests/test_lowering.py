@@ -1,5 +1,6 @@
 """The lowered LM-head step on the simulated mesh: barrier, fold sites, fixes, pin and control."""
 
+import functools
 import typing
 
 import numpy as np
@@ -16,17 +17,23 @@ from snippets.lowering import (
 )
 from snippets.measure.barrier import logits_pin_diff, pass_window, run_report, single_device_control
 from snippets.measure.maxtext_decoder import DecoderConfig
-from snippets.measure.step_lowering import lower_step
+from snippets.measure.step_lowering import lower_built, lower_step
 
 BASE = StepConfig()
 DIMS = BASE.kernel_dims
 
 
 @pytest.fixture(scope="module")
-def runs():
+def steps():
+    """``build_step``, once per config: lowering a built step and calling it share one compile."""
+    return functools.cache(build_step)
+
+
+@pytest.fixture(scope="module")
+def runs(steps):
     """The barrier report of every (mode x variant) on the 4-way data-parallel mesh."""
     return {
-        (mode, variant): run_report(lower_step(BASE.replace(mode=mode, variant=variant)))
+        (mode, variant): run_report(lower_built(steps(BASE.replace(mode=mode, variant=variant))))
         for mode in ("explicit", "auto")
         for variant in ("EV", "VE", "custom-vjp", "auto-axes")
     }
@@ -54,8 +61,8 @@ def test_auto_ev_has_the_transpose_of_dot_with_nothing_between(runs):
     assert run["barrier_sites"] == 0
 
 
-def test_the_barrier_chain_is_dot_sharding_transpose():
-    hlo = lower_step(BASE).hlo
+def test_the_barrier_chain_is_dot_sharding_transpose(steps):
+    hlo = lower_built(steps(BASE)).hlo
     (site,) = transpose_of_dot_sites(hlo, DIMS)
     assert site.between == ("Sharding",)
     assert site.kind == "barrier"
@@ -118,13 +125,13 @@ def test_cpu_partitions_before_it_simplifies():
 
 @pytest.mark.parametrize("mesh", ["dp", "dp_fsdp", "fsdp"])
 @pytest.mark.parametrize("mode", ["explicit", "auto"])
-def test_every_variant_has_the_same_gradients(mesh, mode):
+def test_every_variant_has_the_same_gradients(steps, mesh, mode):
     config = BASE.replace(mesh=mesh, mode=mode)
-    loss, grads = build_step(config)()
+    loss, grads = steps(config)()
     ev_kernel = np.asarray(grads.head.kernel[...])
     variants = {c.variant for c in every_mode_and_variant(config)} - {"EV"}
     for variant in sorted(variants):
-        other_loss, other = build_step(config.replace(variant=variant))()
+        other_loss, other = steps(config.replace(variant=variant))()
         kernel = np.asarray(other.head.kernel[...])
         np.testing.assert_allclose(other_loss, loss, rtol=1e-6)
         np.testing.assert_allclose(
@@ -133,8 +140,8 @@ def test_every_variant_has_the_same_gradients(mesh, mode):
         np.testing.assert_allclose(other.embedding[...], grads.embedding[...], rtol=1e-5, atol=1e-7)
 
 
-def test_the_step_runs_on_the_mesh():
-    step = build_step(BASE)
+def test_the_step_runs_on_the_mesh(steps):
+    step = steps(BASE)
     loss, grads = step()
     assert np.isfinite(float(loss))
     assert grads.head.kernel[...].shape == DIMS
@@ -148,10 +155,10 @@ def test_more_devices_than_exist_is_rejected(device_count):
 
 
 @pytest.fixture(scope="module")
-def fsdp_runs():
+def fsdp_runs(steps):
     """The barrier report of every (mode x variant) on the data x fsdp mesh."""
     return {
-        (config.mode, config.variant): run_report(lower_step(config))
+        (config.mode, config.variant): run_report(lower_built(steps(config)))
         for config in every_mode_and_variant(BASE.replace(mesh="dp_fsdp"))
     }
 
@@ -175,13 +182,13 @@ def test_fsdp_auto_axes_relays_as_auto_ev_does_on_cpu(fsdp_runs, mode):
     assert fsdp_runs[(mode, "auto-axes")]["gradient_relayouts"] == expected
 
 
-def test_the_optimizer_step_updates_and_reports_its_relayouts():
+def test_the_optimizer_step_updates_and_reports_its_relayouts(steps):
     config = BASE.replace(mesh="dp_fsdp", optimizer="adam")
-    loss, params, opt_state = build_step(config)()
+    loss, params, opt_state = steps(config)()
     assert np.isfinite(float(loss))
     assert params.head.kernel[...].shape == DIMS
     assert int(opt_state[0].count) == 1  # AdamW took one step
-    run = run_report(lower_step(config))
+    run = run_report(lower_built(steps(config)))
     assert run["optimizer"] == "adam"
     assert run["gradient_relayouts"] >= 1
     ve = run_report(lower_step(config.replace(variant="VE")))
