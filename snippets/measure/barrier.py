@@ -23,7 +23,13 @@ from snippets.lowering import OPTIMIZERS, StepConfig, build_step, every_mode_and
 from snippets.measure.causal_control import causal_control
 from snippets.measure.device_report import describe_devices
 from snippets.measure.head_traffic import head_traffic
-from snippets.measure.step_lowering import LoweredStep, add_step_arguments, lower_step, step_config
+from snippets.measure.step_lowering import (
+    LoweredStep,
+    add_step_arguments,
+    hlo_text,
+    lower_step,
+    step_config,
+)
 from snippets.support.cli import Parser, reported
 from snippets.support.tables import print_report
 
@@ -88,7 +94,7 @@ def lowered_for(config: StepConfig, platforms: Sequence[str] = ("tpu", "cuda")) 
     with jax.set_mesh(step.mesh):
         traced = step.function.trace(*step.args)
         texts = {
-            platform: traced.lower(lowering_platforms=(platform,)).compiler_ir("hlo").as_hlo_text()
+            platform: hlo_text(traced.lower(lowering_platforms=(platform,)))
             for platform in ("cpu", *platforms)
         }
     return {

@@ -43,6 +43,7 @@ from snippets.measure.causal_control import (
     compile_with_dumps,
     one_dump,
 )
+from snippets.measure.step_lowering import compiled_text
 from snippets.support.cli import Parser, SetupError, positive_int, reported
 from snippets.support.config import Config, PositiveInt
 
@@ -401,7 +402,7 @@ def parameter_relayouts(decoder: Decoder) -> dict[str, list[dict]]:
     fusion's included, is marked ``moves_data`` (a real copy) or not (the same
     bytes relabelled, a bitcast in effect).
     """
-    compiled = decoder.lowered.compile().as_text()
+    compiled = compiled_text(decoder.lowered.compile())
     by_name = {inst.name: inst for inst in instructions(compiled)}
     if not (result := re.search(r"->\((.*)\)\}", compiled.splitlines()[0])):
         raise ValueError("the compiled decoder's layout names no tuple result")
