@@ -7,12 +7,15 @@ execute.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,6 +37,16 @@ class BuiltSite:
     def executed_notebook(self, guide: Path) -> Path:
         """The ``.ipynb`` this build executed for ``guide`` (a path under ``guides/``)."""
         return self.executed / guide.resolve().relative_to(ROOT).with_suffix(".ipynb")
+
+    def glued(self, guide: str, name: str) -> Any:
+        """The Python literal ``guides/<guide>.md`` glued (myst-nb) as ``name`` in this build."""
+        notebook = nbformat.read(self.executed_notebook(ROOT / "guides" / f"{guide}.md"), 4)
+        for cell in notebook.cells:
+            for output in cell.get("outputs", []):
+                if output.get("metadata", {}).get("scrapbook", {}).get("name") == name:
+                    text = next(v for k, v in output["data"].items() if k.endswith("text/plain"))
+                    return ast.literal_eval(text)
+        raise KeyError(f"{guide}.md glues no {name!r}")
 
 
 def start_build() -> subprocess.Popen:

@@ -1,4 +1,7 @@
-"""Every capability check's whole outcome in both modes, pinned: a JAX release changing one fails."""
+"""Every capability check's whole outcome in both modes, pinned: a JAX release changing one fails.
+
+The outcomes are the ones choosing_a_mode computed in this run's site build (``built_site``).
+"""
 
 import json
 import re
@@ -244,31 +247,15 @@ def normalised(outcome: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def run() -> tuple[dict[str, dict[str, str]], dict[tuple, float]]:
-    """Every check, run once for this module's tests; and the loss of each FlaxLM training step
-    the model checks took, by (axis type, fixes)."""
-    losses, step = {}, modes.train_step_loss
-
-    def recorded(axis_type: AxisType, fixes: tuple[str, ...] = ()) -> float:
-        losses[axis_type, tuple(fixes)] = step(axis_type, fixes)
-        return losses[axis_type, tuple(fixes)]
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(modes, "train_step_loss", recorded)
-        return modes.report(), losses
-
-
-@pytest.fixture(scope="module")
-def report(run) -> dict[str, dict[str, str]]:
-    """Every check's outcome in each mode."""
-    return run[0]
+def report(built_site) -> dict[str, dict[str, str]]:
+    """Every check's outcome in each mode, as choosing_a_mode's build ran them (``report()``)."""
+    return built_site.glued("choosing_a_mode", "outcomes")
 
 
 def test_every_check_is_pinned():
     assert sorted(modes.CAPABILITY_CHECKS) == sorted(PINNED)
 
 
-@pytest.mark.needs_devices(4)
 @pytest.mark.parametrize("mode", ["explicit", "auto"])
 @pytest.mark.parametrize("name", sorted(PINNED))
 def test_outcome_is_the_pinned_one(report, name, mode):
@@ -370,12 +357,10 @@ def test_the_design_docs_mesh_gives_its_four_times_the_flops():
     assert dots[AxisType.Auto] == ("f32[256,2048]", 2 * 256 * 512 * 2048)
 
 
-@pytest.mark.needs_devices(4)
-def test_the_fixed_model_on_explicit_matches_the_model_as_written_on_auto(run):
-    """The steps the report's model checks took: with every fix on Explicit, as written on Auto."""
-    losses = run[1]
-    fixed = losses[AxisType.Explicit, modes.FIXES]
-    assert fixed == pytest.approx(losses[AxisType.Auto, ()], abs=1e-6)
+def test_the_fixed_model_on_explicit_shows_the_loss_of_the_model_as_written_on_auto(built_site):
+    """The page's claim: the fixed step on Explicit gives the unfixed one's loss on Auto."""
+    losses = [built_site.glued("choosing_a_mode", f"loss_{mode}") for mode in ("explicit", "auto")]
+    assert losses[0] == losses[1]
 
 
 @pytest.mark.needs_devices(4)
