@@ -1,39 +1,43 @@
-"""The LM head's collectives in each orientation, and the design doc's traffic recomputed."""
+"""The LM head's collectives in each orientation, and the design doc's traffic recomputed.
+
+The head's traffic is the flagship guide's, as this run's site build computed it for the two
+configurations below (``built_site``).
+"""
 
 import pytest
 
 from snippets.hlo.collectives import collectives
-from snippets.lowering import StepConfig, build_head_step
-from snippets.measure.head_traffic import design_doc_traffic, head_collectives, head_traffic
-from snippets.measure.step_lowering import lower_built, lower_step
+from snippets.lowering import StepConfig
+from snippets.measure.head_traffic import design_doc_traffic
+from snippets.measure.step_lowering import lower_step
 
 WIDE_VOCAB = StepConfig(mesh="fsdp", emb=64, vocab=8192, batch=8, seq=16)
 """8192 vocab entries against 128 tokens: the vocab-parallel head should move far less."""
-MANY_TOKENS = StepConfig(mesh="fsdp", emb=64, vocab=256, batch=64, seq=128)
-"""8192 tokens against 256 entries: the default orientation should move less."""
 
 
 VARIANTS = ("EV", "vocab-parallel")
 
 
 @pytest.fixture(scope="module")
-def wide():
-    return head_traffic(WIDE_VOCAB, VARIANTS)
+def traffic(built_site) -> dict:
+    """``head_traffic`` of ``WIDE_VOCAB`` on both meshes (``wide``), and on the fsdp mesh of
+    8,192 tokens against 256 entries, where the default orientation should move less (``many``)."""
+    return built_site.glued("shard_mode_performance", "head_traffic")
 
 
 @pytest.fixture(scope="module")
-def many():
-    return head_traffic(MANY_TOKENS, VARIANTS)
+def wide(traffic) -> dict:
+    """The traffic on the fsdp mesh."""
+    return traffic["wide"]["fsdp"]
 
 
-@pytest.mark.needs_devices(4)
 @pytest.mark.parametrize("mode", ["explicit", "auto"])
-def test_the_orientation_with_the_smaller_tensor_moves_fewer_bytes(wide, many, mode):
+def test_the_orientation_with_the_smaller_tensor_moves_fewer_bytes(traffic, wide, mode):
+    many = traffic["many"]
     assert wide[mode]["vocab-parallel"]["bytes"] < wide[mode]["EV"]["bytes"] / 10
     assert many[mode]["vocab-parallel"]["bytes"] > 10 * many[mode]["EV"]["bytes"]
 
 
-@pytest.mark.needs_devices(4)
 @pytest.mark.parametrize("mode", ["explicit", "auto"])
 def test_the_default_head_gathers_its_kernel_and_the_rotated_head_the_hidden_state(wide, mode):
     ev, vp = (wide[mode][v]["collectives"] for v in ("EV", "vocab-parallel"))
@@ -45,17 +49,14 @@ def test_the_default_head_gathers_its_kernel_and_the_rotated_head_the_hidden_sta
     assert gathered == {f"f32[{tokens[0]},{tokens[1]},{emb}]", f"s32[{tokens[0]},{tokens[1]}]"}
 
 
-@pytest.mark.needs_devices(4)
 @pytest.mark.parametrize("mode", ["explicit", "auto"])
-def test_the_rotated_kernel_gradient_needs_a_collective_only_over_data(wide, mode):
+def test_the_rotated_kernel_gradient_needs_a_collective_only_over_data(traffic, wide, mode):
     assert wide[mode]["EV"]["weight_gradient_collectives"]
     assert wide[mode]["vocab-parallel"]["weight_gradient_collectives"] == []
-    config = WIDE_VOCAB.replace(mesh="dp_fsdp", mode=mode, variant="vocab-parallel")
-    (reduction,) = head_collectives(lower_built(build_head_step(config)))[
-        "weight_gradient_collectives"
-    ]
+    with_data = traffic["wide"]["dp_fsdp"][mode]["vocab-parallel"]
+    (reduction,) = with_data["weight_gradient_collectives"]
     assert reduction.startswith("all-reduce")  # over the data axis, of this device's vocab columns
-    assert f"[{config.vocab // 2},{config.emb}]" in reduction
+    assert f"[{WIDE_VOCAB.vocab // 2},{WIDE_VOCAB.emb}]" in reduction
 
 
 @pytest.mark.needs_devices(4)
