@@ -79,7 +79,7 @@ def test_frames_read_the_stack_frame_tables():
 
 
 def test_outputs_are_followed_through_a_loop_body_and_the_call_that_stacks_them():
-    assert outputs_reached(LOOP, ["t", "d", "unrelated", "w"]) == {
+    assert outputs_reached(read_hlo(LOOP), ["t", "d", "unrelated", "w"]) == {
         "t": 0,  # transpose -> stacking call -> loop result -> the entry's root
         "d": 0,  # the dot's value flows the same way, through the transpose
         "unrelated": None,  # a value nothing reads reaches nothing
@@ -119,9 +119,8 @@ def test_a_call_that_does_not_pass_the_value_on_is_not_followed():
     (site,) = transpose_of_dot_sites(LOOP)
     assert site.transpose == "t"
     assert site.output == 0
-    assert outputs_reached(LOOP.replace("call(stack, t, i)", "call(stack, stack, i)"), ["t"]) == {
-        "t": None
-    }
+    changed = LOOP.replace("call(stack, t, i)", "call(stack, stack, i)")
+    assert outputs_reached(read_hlo(changed), ["t"]) == {"t": None}
 
 
 def test_find_barriers_on_a_plain_gradient():

@@ -65,14 +65,13 @@ def run(
 
 def main(argv: Sequence[str] | None = None) -> None:
     """The console script ``find-barriers``: check each HLO text file or dump directory named."""
-    parser = Parser(__doc__)
+    parser = Parser(__doc__, json_help="the same as --format json")
     parser.add_argument("paths", nargs="+", metavar="PATH", help="HLO text files or dump folders")
     parser.add_argument("--module", metavar="PATTERN", help="in a folder, modules matching this")
     parser.add_argument(
         "--all-modules", action="store_true", help="list a folder's modules without sites too"
     )
     parser.add_argument("--format", choices=FORMATS, default="text", help="output format")
-    parser.add_argument("--json", action="store_true", help="the same as --format json")
     parser.add_argument("--baseline", metavar="FILE", help="accept the blocked sites in FILE")
     parser.add_argument("--write-baseline", metavar="FILE", help="record today's blocked sites")
     args = parser.parse_args(argv)

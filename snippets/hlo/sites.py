@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from snippets.hlo import fold, provenance
 from snippets.hlo.loops import run_counts
-from snippets.hlo.outputs import outputs_reached_in
+from snippets.hlo.outputs import outputs_reached
 from snippets.hlo.program import (
     SAME_VALUE,
     Instruction,
@@ -160,7 +160,7 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
                 placed_at=placed[1],
             )
         )
-    reached = outputs_reached_in(program, [site.transpose for site in sites])
+    reached = outputs_reached(program, [site.transpose for site in sites])
     return sorted(
         (
             dataclasses.replace(

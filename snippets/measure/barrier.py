@@ -187,7 +187,6 @@ def relayout_summary(settings: dict[str, StepConfig]) -> tuple[list[dict], list[
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the barrier report."""
     parser = Parser(__doc__)
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_step_arguments(parser)
     parser.add_argument(
         "--optimizer", choices=OPTIMIZERS, default="none", help="add AdamW; count its relayouts"

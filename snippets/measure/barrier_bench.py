@@ -114,7 +114,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--vocab", type=positive_int, default=LLAMA2_7B.vocab)
     parser.add_argument("--layers", type=positive_int, default=LLAMA2_7B.layers)
     parser.add_argument("--mode", choices=tuple(SHARD_MODES), default="explicit")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     with reported(args.debug):
         config = DecoderConfig(emb=args.emb, vocab=args.vocab, layers=args.layers)

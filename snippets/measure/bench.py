@@ -47,7 +47,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Print the timing table."""
     parser = Parser(__doc__)
     parser.add_argument("--full", action="store_true", help="larger sizes: emb 512, vocab 32000")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.add_argument("--devices", type=positive_int, default=MESH_DEVICES)
     parser.add_argument("--mesh", choices=tuple(MESH_AXES), default="dp")
     args = parser.parse_args(argv)

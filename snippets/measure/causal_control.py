@@ -119,7 +119,6 @@ def causal_control(base: StepConfig) -> list[dict]:
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the causal control for every mode and variant."""
     parser = Parser(__doc__)
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     with reported(args.debug):
         setup_devices(1)

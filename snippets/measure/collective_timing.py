@@ -88,7 +88,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rows", type=positive_int, default=4096, help="rows of each partial")
     parser.add_argument("--cols", type=positive_int, default=512, help="columns of each partial")
     parser.add_argument("--repeats", type=positive_int, default=21, help="interleaved rounds")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     with reported(args.debug):
         nbytes = sum(3 * n * args.rows * args.cols * 4 for n in args.ranks)  # partial, sum, shard

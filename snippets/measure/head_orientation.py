@@ -80,7 +80,6 @@ def orientation_report(emb: int = 64, vocab: int = 256, tokens: int = 32, seed: 
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the two orientations side by side."""
     parser = Parser(__doc__)
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.add_argument("--emb", type=positive_int, default=64, help="embedding size")
     parser.add_argument("--vocab", type=positive_int, default=256, help="vocabulary size")
     parser.add_argument("--tokens", type=positive_int, default=32, help="tokens in the batch")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import json
 import math
 import os
@@ -132,17 +133,13 @@ def dot_flops(hlo_text: str) -> int:
 def make_mesh_default(axis_type: AxisType) -> str:
     """What ``jax.make_mesh`` gives without ``axis_types``."""
     default = jax.make_mesh((4,), ("x",)).axis_types
-    if default == (axis_type,):
-        return "the default"
-    return f"needs axis_types=({axis_type},)"
+    return "the default" if default == (axis_type,) else f"needs axis_types=({axis_type},)"
 
 
 def mesh_default(axis_type: AxisType) -> str:
     """What ``jax.sharding.Mesh(devices, names)`` gives without ``axis_types`` (MaxText's call)."""
     default = Mesh(np.array(jax.devices()[:MESH_DEVICES]), ("x",)).axis_types
-    if default == (axis_type,):
-        return "the default"
-    return f"needs axis_types=({axis_type},)"
+    return "the default" if default == (axis_type,) else f"needs axis_types=({axis_type},)"
 
 
 def typed_sharding(axis_type: AxisType) -> str:
@@ -703,58 +700,15 @@ MODEL_CHECKS = {
 
 
 CAPABILITY_CHECKS: dict[str, Check] = {
-    "make_mesh_default": make_mesh_default,
-    "mesh_default": mesh_default,
-    "typed_sharding": typed_sharding,
-    "constraint_mismatch": constraint_mismatch,
-    "constraint_match": constraint_match,
-    "constraint_without_set_mesh": constraint_without_set_mesh,
-    "unconstrained": unconstrained,
-    "unreduced": unreduced,
-    "reduced": reduced,
-    "doubly_sharded_einsum": doubly_sharded_einsum,
-    "sharded_contraction": sharded_contraction,
-    "out_sharding": out_sharding,
-    "mismatched_layout": mismatched_layout,
-    "pinned_intermediate": pinned_intermediate,
-    "shard_map_check_vma": shard_map_check_vma,
-    "mixed_mesh": mixed_mesh,
-    "mixed_mesh_unreduced": mixed_mesh_unreduced,
-    "auto_axes_keyword": auto_axes_keyword,
-    **MODEL_CHECKS,
-    "index_column": index_column,
-    "gather_rows": gather_rows,
-    "gather_rows_out_sharding": gather_rows_out_sharding,
-    "scatter_set": scatter_set,
-    "scatter_add": scatter_add,
-    "scatter_add_out_sharding": scatter_add_out_sharding,
-    "repeat": repeat,
-    "repeat_out_sharding": repeat_out_sharding,
-    "map_batch_size": map_batch_size,
-    "shard_map_some_axes": shard_map_some_axes,
-    "shard_map_closure": shard_map_closure,
-    "shard_map_closure_as_argument": shard_map_closure_as_argument,
-    "auto_axes_in_shard_map": auto_axes_in_shard_map,
-    "auto_axes_named_axes": auto_axes_named_axes,
-    "cond_branch_shardings": cond_branch_shardings,
-    "cond_branch_reshard": cond_branch_reshard,
-    "switch_mixed_operands": switch_mixed_operands,
-    "auto_axes_scan_grad": auto_axes_scan_grad,
-    "auto_axes_closure_scan_grad": auto_axes_closure_scan_grad,
-    "auto_axes_positional_scan_grad": auto_axes_positional_scan_grad,
-    "reshape_split_dim": reshape_split_dim,
-    "reshape_merge_split_dim": reshape_merge_split_dim,
-    "reshape_out_sharding": reshape_out_sharding,
-    "size_one_axis_concat": size_one_axis_concat,
-    "size_one_axis_out_sharding": size_one_axis_out_sharding,
-    "custom_partitioning_mesh": custom_partitioning_mesh,
-    "custom_partitioning_runs": custom_partitioning_runs,
-    "random_out_sharding": random_out_sharding,
-    "random_out_shardings": random_out_shardings,
-    "no_sharding_rule": no_sharding_rule,
-    "auto_axes_escape_hatch": auto_axes_escape_hatch,
-}
-"""Every check by the name the report, the tests and the version matrix use."""
+    name: value
+    for name, value in list(globals().items())
+    if inspect.isfunction(value)
+    and value.__module__ == __name__
+    and not name.startswith("_")
+    and list(inspect.signature(value).parameters) == ["axis_type"]
+} | MODEL_CHECKS
+"""Every check by the name the report, the tests and the version matrix use: each public function
+here that takes only ``axis_type``, in the order defined, then :data:`MODEL_CHECKS`."""
 
 
 ISOLATED = frozenset({"shard_map_closure"})
@@ -819,7 +773,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         metavar="NAME",
         help="run only NAME",
     )
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     with reported(args.debug):
         setup_devices(MESH_DEVICES)

@@ -213,7 +213,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--local-devices", type=positive_int, default=2, help="devices per process")
     parser.add_argument("--timeout", type=positive_int, default=300, help="seconds a wait may take")
     parser.add_argument("--port", type=port_number, help="coordinator port (default: a free one)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker is not None:

@@ -171,7 +171,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     what.add_argument("--ranks", type=positive_int, default=2, help="ranks (devices) to use")
     what.add_argument("--threshold", action="store_true", help="the TPU fusion rule's table")
     what.add_argument("--cost-model", action="store_true", help="TPU v5p cost model of the finish")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     with reported(args.debug):
         if args.threshold:

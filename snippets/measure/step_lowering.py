@@ -101,7 +101,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--variant", choices=VARIANTS, default="EV")
     parser.add_argument("--dtype", choices=DTYPES, default="float32")
     parser.add_argument("--show", choices=PROGRAMS, help="print this program's text instead")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     with reported(args.debug):
         config = step_config(args, mode=args.mode, variant=args.variant, dtype=args.dtype)

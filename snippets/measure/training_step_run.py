@@ -17,7 +17,7 @@ from snippets.support.cli import Parser, positive_int, reported
 
 def main(argv: list[str] | None = None) -> None:
     """Build the model with ``--layers`` hidden layers and run one step; print its loss."""
-    parser = Parser(__doc__)
+    parser = Parser(__doc__, json_help=None)
     parser.add_argument("--layers", type=positive_int, default=2, help="hidden layers (2)")
     args = parser.parse_args(argv)
     with reported(args.debug):
