@@ -59,9 +59,6 @@ ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b")
 def message(error: BaseException) -> str:
     """The error's type and whole message, with source locations and addresses normalised.
 
-    Only two things change where the message does not: where the calling code sits
-    (``<source>``) and memory addresses (``0x...``).
-
     >>> message(ValueError("bad spec. This error occurs at source:  /a/b.py:3:7 (f)\\nmore"))
     'ValueError: bad spec. This error occurs at source:  <source> (f)\\nmore'
     """
@@ -101,8 +98,7 @@ def isolated_outcome(name: str, axis_type: AxisType) -> str:
 
 
 def aborted(returncode: int, stderr: str) -> str:
-    """The outcome of an interpreter that ended without one: how it ended and its last log line,
-    without a C++ log line's date, time and thread id.
+    """The outcome of an interpreter that ended without one: how it ended and its last log line.
 
     >>> aborted(-6, "F1201 22:30:11.527553    6585 hlo_sharding.cc:1004] Check failed\\n")
     'Aborted: signal SIGABRT: hlo_sharding.cc:1004] Check failed'
@@ -259,8 +255,7 @@ def pinned_module(axis_type: AxisType, shape: Sequence[int] = (2, 2)) -> str:
 
 def pinned_intermediate(axis_type: AxisType) -> str:
     """The pinned einsum's per-device dot FLOPs, from its compiled module."""
-    flops = dot_flops(pinned_module(axis_type))
-    return f"{flops:,} dot FLOPs per device"
+    return f"{dot_flops(pinned_module(axis_type)):,} dot FLOPs per device"
 
 
 def shard_map_check_vma(axis_type: AxisType) -> None:
@@ -566,8 +561,7 @@ def _double_per_shard() -> tuple[Callable, list]:
 
 
 def custom_partitioning_mesh(axis_type: AxisType) -> str:
-    """The axis types a ``custom_partitioning`` callback is given (compiling's outcome is the
-    next check's)."""
+    """The axis types a ``custom_partitioning`` callback is given (the next check compiles it)."""
     double, seen = _double_per_shard()
     with jax.set_mesh(mesh_of(axis_type)):
         x = jax.device_put(jnp.ones((8, 8)), P("x", None))
@@ -740,17 +734,14 @@ the state as the search index showed it that day. jax-ml/jax#33787 (scatter-add)
 
 def report(names: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
     """``{name: {"explicit": outcome, "auto": outcome}}`` for the named checks (default: all)."""
-    chosen = (
-        CAPABILITY_CHECKS if names is None else {name: CAPABILITY_CHECKS[name] for name in names}
-    )
     return {
         name: {
             mode: isolated_outcome(name, axis_type)
             if name in ISOLATED
-            else outcome(check, axis_type)
+            else outcome(CAPABILITY_CHECKS[name], axis_type)
             for mode, axis_type in SHARD_MODES.items()
         }
-        for name, check in chosen.items()
+        for name in names or CAPABILITY_CHECKS
     }
 
 

@@ -358,8 +358,7 @@ def flat_facts(record: Record | FailedRelease) -> dict[str, object]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the facts for the installed JAX; exit 1 where they contradict the guides' story."""
-    parser = Parser(__doc__, json_help="the same as --format json")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser = Parser(__doc__)
     args = parser.parse_args(argv)
     from snippets.devices import MESH_DEVICES, setup_devices  # after parsing: no JAX in usage
 
