@@ -202,9 +202,8 @@ def head_kernel_spec(
     config: LMHeadConfig, rules: Sequence[tuple[str, Any]], check: PartitionSpec | None = None
 ) -> PartitionSpec:
     """The head kernel's PartitionSpec in its stored orientation: its logical axes under
-    ``rules``, as ``nnx.get_partition_spec`` reads them from the (abstract) built head.
-
-    A logical axis without a rule, or a ``check`` spec for the other orientation, is an error.
+    ``rules``, as ``nnx.get_partition_spec`` reads them from the (abstract) built head; a logical
+    axis without a rule, or a ``check`` spec for the other orientation, is an error.
 
     >>> config = LMHeadConfig(emb_dim=8, vocab_size=16, lm_head_kernel_transposed=True)
     >>> head_kernel_spec(config, [("embed", None), ("vocab", "model")])

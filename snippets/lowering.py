@@ -1,8 +1,5 @@
-"""A small real training step around the LM head, jitted, lowered and compiled on a mesh.
-
-``python -m snippets lowering [--json] [--show stablehlo|hlo|compiled]`` lowers one step and
-prints its size, or the text of one of its programs (``--help`` lists its sizes and variants).
-"""
+"""A small real training step around the LM head, jitted on a mesh (``python -m snippets
+lowering`` lowers and compiles it: :mod:`snippets.measure.step_lowering`)."""
 
 from __future__ import annotations
 

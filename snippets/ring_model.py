@@ -12,9 +12,8 @@ from fractions import Fraction
 
 
 def ring_bytes_per_rank(kind: str, result_bytes: int, ranks: int) -> float:
-    """Bytes one rank sends: ``(N-1)/N`` of the full tensor, twice that for an all-reduce.
-
-    A collective-permute sends its buffer once.
+    """Bytes one rank sends: ``(N-1)/N`` of the full tensor, twice that for an all-reduce, and a
+    collective-permute its buffer once.
 
     >>> ring_bytes_per_rank("reduce-scatter", result_bytes=8, ranks=2)
     8

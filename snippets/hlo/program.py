@@ -258,11 +258,9 @@ _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
 
 def read_hlo(hlo_text: str) -> HloProgram:
-    """Read HLO text once: computations, the entry, and the stack-frame tables if printed.
-
-    A line that starts an instruction but cannot be read (cut off mid-instruction) is an error
-    naming its line number. Instructions outside any computation go under the name ``""``.
-    """
+    """Read HLO text once: computations, the entry, and the stack-frame tables if printed; a line
+    cut off mid-instruction is an error naming its number, and instructions outside any
+    computation go under the name ``""``."""
     found: dict[str, list[Instruction]] = {}
     tables: dict[str, dict[int, str]] = {name: {} for name in _TABLES}
     entry = current = ""

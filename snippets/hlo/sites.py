@@ -128,8 +128,7 @@ def transpose_of_dot_sites(
 def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[TransposeSite]:
     """Every transpose fed, through pass-through ops only, by a dot, in ``_site_order``;
     ``dims`` keeps those of that size set. XLA folds ``transpose(dot(a, b))`` into ``dot(b, a)``
-    only if nothing stands between. The one definition of a site, whichever reader made
-    ``program`` (:func:`~snippets.hlo.program.read_hlo`, or :func:`snippets.hlo.stablehlo.read_stablehlo`)."""
+    only if nothing stands between."""
     by_name = program.by_name
     count = run_counts(program)
     parameters = None  # made for the first site: most modules of a dump have none

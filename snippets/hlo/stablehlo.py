@@ -1,10 +1,8 @@
 """A lowered program's StableHLO module read as :mod:`snippets.hlo`'s records, on demand.
 
-``lowered.compiler_ir()`` is already built; printing it as HLO text costs seconds on a large
-model. :func:`read_stablehlo` instead walks the module with the MLIR Python bindings and makes
-the :class:`~snippets.hlo.program.Instruction` records XLA's conversion to HLO would print, only for the
-operations the site finder reaches (a few thousand of a llama2-7b step's tens of thousands):
-the same finder then reads them. No command line; :func:`snippets.hlo.lowered.find_barriers` uses it.
+Printing ``lowered.compiler_ir()`` as HLO text costs seconds on a large model; this walks it
+with the MLIR Python bindings and makes the records XLA's conversion to HLO would print only for
+the operations the site finder reaches (a few thousand of a llama2-7b step's tens of thousands).
 """
 
 from __future__ import annotations
@@ -362,7 +360,6 @@ def _details(op: Any, opcode: str, operands: tuple, shape: Callable) -> tuple[st
 
 
 def read_stablehlo(module: Any) -> StableHLOProgram:
-    """A StableHLO module (``lowered.compiler_ir()``) as a program for
-    :func:`snippets.hlo.sites.find_sites`, without printing or parsing text: its
-    ``sdy.sharding_constraint`` is the HLO's ``Sharding`` call. Entry: the function ``main``."""
+    """A StableHLO module (``lowered.compiler_ir()``) as a program for the site finder, without
+    printing or parsing text; its entry is the function ``main``."""
     return StableHLOProgram(module)

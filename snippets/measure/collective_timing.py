@@ -35,10 +35,8 @@ def finish_functions(mesh: Mesh) -> dict[str, Callable]:
 def time_finishes(
     rank_counts: Sequence[int] = (2, 8), rows: int = 4096, cols: int = 512, repeats: int = 21
 ) -> dict:
-    """Time reduce-scatter against all-reduce of a float32 ``[rows, cols]`` partial on each rank.
-
-    Ratios are all-reduce over reduce-scatter within a round; the model's is the bytes ratio.
-    """
+    """Time reduce-scatter against all-reduce of a float32 ``[rows, cols]`` partial on each rank;
+    ratios are all-reduce over reduce-scatter within a round, the model's the bytes ratio."""
     if bad := [n for n in rank_counts if n < 2 or rows % n]:
         raise ValueError(
             f"rows {rows} over {bad[0]} ranks: a collective needs 2 ranks or more, and gives each "

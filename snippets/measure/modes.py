@@ -1,9 +1,7 @@
 """What each shard mode lets you write: every capability check, run on an Explicit and an Auto mesh.
 
-Run ``python -m snippets modes [--check NAME ...] [--json]``. Each check's outcome per mode is
-``ok`` (``ok: ...`` where the check reads something: a type, a compiled module) or the error's
-type and whole message (:func:`message`), so a JAX release that changes one shows up as a
-changed string.
+Each check's outcome per mode is ``ok`` (``ok: ...`` where it reads a type or a compiled module)
+or the error's type and whole message (:func:`message`): a release that changes one shows.
 """
 
 from __future__ import annotations

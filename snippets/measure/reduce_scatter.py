@@ -105,10 +105,8 @@ def walkthrough(
     b: np.ndarray = exchange.SEED_B,
     explicit: bool = True,
 ) -> dict:
-    """Every step of the exchange on ``ranks`` ranks, with results, checks and byte counts.
-
-    ``explicit=False`` leaves out :func:`explicit_mode` (it needs JAX 0.12).
-    """
+    """Every step of the exchange on ``ranks`` ranks, with results, checks and byte counts;
+    ``explicit=False`` leaves out :func:`explicit_mode` (it needs JAX 0.12)."""
     messages = schedule(rows=a.shape[0], cols=b.shape[1], ranks=ranks, itemsize=a.dtype.itemsize)
     mesh = exchange.contraction_mesh(ranks)
     blocks = exchange.split_contraction(a, b, mesh)

@@ -311,10 +311,8 @@ def _run_breaks(results: Mapping, failed: Mapping) -> list[str]:
 
 
 def story_breaks(record: Record | FailedRelease) -> list[str]:
-    """What in one release's record contradicts the guides' argument (empty: the story holds).
-
-    Facts are read by name: a record without one is an error here, not a story that holds.
-    """
+    """What in one release's record contradicts the guides' argument (empty: the story holds);
+    facts are read by name, so a record without one is an error here, not a story that holds."""
     if "error" in record:
         return [f"did not run: {record['error']}"]
     results = record["results"]
