@@ -60,12 +60,6 @@ def _backward(_dimension_numbers, precision, _out_sharding, residuals, g):
 kernel_order_dot_general.defvjp(_forward, _backward)
 
 
-def _reduction_tagged(array: jax.Array) -> bool:
-    """Whether the array's type carries ``reduced`` or ``unreduced`` axes (JAX 0.12 types)."""
-    spec = jax.typeof(array).sharding.spec
-    return bool(getattr(spec, "reduced", None) or getattr(spec, "unreduced", None))
-
-
 def auto_axes_dot_general(
     lhs: jax.Array,
     rhs: jax.Array,
@@ -81,7 +75,8 @@ def auto_axes_dot_general(
     dot = partial(
         lax.dot_general, dimension_numbers=dimension_numbers, precision=precision, **options
     )
-    tagged = any(_reduction_tagged(operand) for operand in (lhs, rhs))
+    specs = [jax.typeof(operand).sharding.spec for operand in (lhs, rhs)]  # JAX 0.12 has the tags
+    tagged = any(getattr(s, "reduced", None) or getattr(s, "unreduced", None) for s in specs)
     if tagged or not jax.typeof(lhs).sharding.mesh.are_all_axes_explicit:
         return dot(lhs, rhs, out_sharding=out_sharding)  # type: ignore[call-arg]  # mypy#18644
     if out_sharding is None:

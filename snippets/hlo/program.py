@@ -146,10 +146,10 @@ def where(program: Program, inst: Instruction) -> tuple[str | None, str | None]:
 
 
 @dataclasses.dataclass
-class HloProgram:
-    """A :class:`Program` read from HLO text: each computation's instructions in order, the
-    entry's name, and each stack frame id's ``file:line`` chain, innermost first
-    (``debug_info``'s tables; empty without them)."""
+class HloProgram(Program):
+    """A :class:`Program` read from HLO text (the methods it shares with it are documented there):
+    each computation's instructions in order, the entry's name, and each stack frame id's
+    ``file:line`` chain, innermost first (``debug_info``'s tables; empty without them)."""
 
     computations: dict[str, list[Instruction]]
     entry: str
@@ -176,7 +176,6 @@ class HloProgram:
         return {self.owner[inst.name]: inst.name for inst in self.by_name.values() if inst.root}
 
     def transposes(self) -> list[tuple[str, Instruction]]:
-        """``(computation, instruction)`` of every transpose: where the site finder starts."""
         return [
             (comp, inst)
             for comp, insts in self.computations.items()
@@ -185,7 +184,6 @@ class HloProgram:
         ]
 
     def callers_of(self, computation: str) -> list[tuple[str, Instruction]]:
-        """``(computation, instruction)`` of each instruction that calls ``computation``."""
         return self._callers.get(computation, [])
 
     @functools.cached_property
@@ -214,7 +212,6 @@ class HloProgram:
         return found
 
     def op_name(self, inst: Instruction) -> str | None:
-        """``inst``'s ``op_name`` metadata, None where it has none."""
         found = _OP_NAME.search(inst.attributes)
         return found and re.sub(r"\\(.)", r"\1", found[1])
 
@@ -227,7 +224,6 @@ class HloProgram:
         return (f"{source[1]}:{source[2]}",) if source else ()
 
     def parameter(self, computation: str, index: int) -> str | None:
-        """The name of ``computation``'s parameter ``index``."""
         return self._parameters.get((computation, index))
 
     @functools.cached_property
