@@ -67,10 +67,9 @@ class _OnDemand(Mapping):
 
 
 class StableHLOProgram:
-    """A StableHLO module as the :class:`~snippets.hlo.program.Program` the site finder reads, laid out as
-    XLA's conversion to HLO lays it out: several results are a tuple and one element each, a
-    loop's state one tuple, a region a computation. Records are made when first asked for, and
-    hold only the attributes the readers use."""
+    """A StableHLO module as the :class:`~snippets.hlo.program.Program` the site finder reads, laid
+    out as XLA's conversion to HLO lays it out (several results a tuple and one element each, a
+    loop's state one tuple, a region a computation); records hold only what the readers use."""
 
     def __init__(self, module: Any) -> None:
         self.entry = "main"

@@ -1,8 +1,5 @@
-"""The HLO barrier, measured: every (shard mode x head variant) lowered and read.
-
-``python -m snippets barrier [--json] [--optimizer none|adam] [step options]``; CPU only (the
-causal control). :func:`barrier_report` lists what it prints.
-"""
+"""The HLO barrier, measured: every (shard mode x head variant) lowered and read, on CPU only (the
+causal control); :func:`barrier_report` lists what ``python -m snippets barrier`` prints."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Step time of every (shard mode x head variant), compiled on one mesh and timed interleaved.
 
-``python -m snippets bench [--full] [--json] [--devices N] [--mesh M]``; ``--full`` is a larger
-setting of ours, not the source's. CPU timings: they say nothing about TPU speed.
+CPU timings say nothing about TPU speed; ``--full`` is a larger setting of ours, not the source's.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """Past one host: the LM-head step on a multi-process JAX cluster, compared with one process.
 
-``python -m snippets multihost [--processes N] [--local-devices D] [--timeout S] [--json]``;
-every wait has a deadline, and no worker outlives the process that started it.
+Every wait has a deadline, and no worker outlives the process that started it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""Reduce-scatter step by step: the lesson's 2x2 exchange, on N ranks, with its bytes counted twice.
-
-Run ``python -m snippets reduce_scatter [--ranks N | --threshold | --cost-model] [--json]``.
-"""
+"""Reduce-scatter step by step: the lesson's 2x2 exchange on N ranks, its bytes counted twice."""
 
 from __future__ import annotations
 
@@ -19,13 +16,7 @@ from snippets.hlo.collectives import collectives
 from snippets.hlo.counts import opcode_counts
 from snippets.measure import gradient_finish
 from snippets.measure.step_lowering import compiled_text
-from snippets.support.cli import (
-    Parser,
-    available_memory,
-    check_memory,
-    positive_int,
-    reported,
-)
+from snippets.support.cli import Parser, available_memory, check_memory, positive_int, reported
 from snippets.support.config import PositiveInt
 from snippets.support.tables import print_report
 
