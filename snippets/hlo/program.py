@@ -139,12 +139,6 @@ class Program(Protocol):
         """The name of ``computation``'s parameter ``index``."""
 
 
-def where(program: Program, inst: Instruction) -> tuple[str | None, str | None]:
-    """``inst``'s ``op_name`` and innermost ``file:line``, each None where the module has none."""
-    stack = program.stack(inst)
-    return program.op_name(inst), stack[0] if stack else None
-
-
 @dataclasses.dataclass
 class HloProgram(Program):
     """A :class:`Program` read from HLO text (the methods it shares with it are documented there):

@@ -17,7 +17,6 @@ from snippets.hlo.program import (
     is_sharding_call,
     read_hlo,
     tuple_index,
-    where,
 )
 from snippets.hlo.shapes import array_shapes, has_dims
 
@@ -143,17 +142,19 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
         kinds = {"Sharding": "barrier", "all-reduce": "all-reduce"}  # in this order
         kind = next((kinds[k] for k in kinds if k in between), "other" if between else "foldable")
         shapes = inst.shape.split("{")[0], origin.shape.split("{")[0]
-        located, trips = where(program, origin), count(comp)
+        stack = program.stack(origin)  # innermost first
         names = inst.name, shapes[0], origin.name
         placed = provenance.placed_by(program, [op for op in chain if is_sharding_call(op)])
         sizes = array_shapes(inst.shape)[0][1]
         parameters = parameters or provenance.Parameters(program)
-        found = TransposeSite(*names, between, kind, shapes[1], *located, trips=trips)
+        source = stack[0] if stack else None
+        found = TransposeSite(*names, between, kind, shapes[1], program.op_name(origin), source)
         sites.append(
             dataclasses.replace(
                 found,
                 no_fold=fold.no_fold(program, inst, chain, origin),
-                stack=program.stack(origin),
+                trips=count(comp),
+                stack=stack,
                 parameter=parameters.of(origin, sizes),
                 placed_by=placed[0],
                 placed_at=placed[1],

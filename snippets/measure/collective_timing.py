@@ -1,6 +1,4 @@
-"""Reduce-scatter against all-reduce, timed on simulated CPUs beside the ring model's ratio
-(``python -m snippets collective_cost``).
-"""
+"""Reduce-scatter against all-reduce, timed on simulated CPUs beside the ring model's ratio."""
 
 from __future__ import annotations
 

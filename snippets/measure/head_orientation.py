@@ -1,6 +1,4 @@
-"""The head built both ways from one seed, compared: shapes, axes, outputs and gradients
-(``python -m snippets lm_head``).
-"""
+"""The head built both ways from one seed, compared: shapes, axes, outputs and gradients."""
 
 from __future__ import annotations
 

@@ -682,11 +682,8 @@ def model_check(name: str, fixes: Sequence[str]) -> Check:
 
 
 MODEL_CHECKS = {
-    "model_as_written": model_check("model_as_written", ()),
-    **{
-        f"model_plus_{fix}_fix": model_check(f"model_plus_{fix}_fix", FIXES[: n + 1])
-        for n, fix in enumerate(FIXES)
-    },
+    name: model_check(name, FIXES[:n])
+    for n, name in enumerate(["model_as_written", *(f"model_plus_{fix}_fix" for fix in FIXES)])
 }
 """FlaxLM as written for auto, then with each fix added to the ones before it."""
 
