@@ -4,8 +4,7 @@
 <https://github.com/google/flax/blob/02603f689d5783636048a5b4e0a2ed7cc81901c5/flax/nnx/nn/linear.py>`_)
 and MaxText's ``DenseGeneral`` (`linears.py
 <https://github.com/AI-Hypercomputer/maxtext/blob/022d0e12f2529db8cfd6b6f002f85416698204f0/src/maxtext/layers/linears.py>`_):
-one ``dot_general`` (``lax.dot_general`` by default) and MaxText's checks. Run
-``python -m snippets lm_head [--json]`` for a summary of both kernel orientations.
+one ``dot_general`` (``lax.dot_general`` by default) and MaxText's checks.
 """
 
 from __future__ import annotations

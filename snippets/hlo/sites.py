@@ -26,17 +26,15 @@ _PASS_THROUGH = SAME_VALUE | {"all-reduce", "get-tuple-element"}
 
 @dataclasses.dataclass(frozen=True)
 class TransposeSite:
-    """A transpose fed by a dot; ``kind`` says what stands between: ``foldable`` (nothing),
-    ``barrier`` (a ``Sharding`` call), ``all-reduce`` or ``other``. Shapes are without layouts.
-    ``output``: the result element (index, or name from :func:`snippets.hlo.lowered.find_barriers`)
-    its value reaches; ``trips``: how many times it runs per step (:func:`~snippets.hlo.loops.run_counts`; None: unknown).
-
-    ``no_fold``: why XLA's simplifier would keep the transpose anyway
-    (:func:`snippets.hlo.fold.no_fold`), None when it would fold it; ``stack``: the dot's
-    call stack, innermost first; ``parameter``: the parameter whose gradient the dot makes, as
-    the module names it; ``role`` (:func:`snippets.hlo.provenance.role`); ``placed_by``:
-    ``explicit`` or ``constraint``, what put the ``Sharding`` call there, and ``placed_at`` the
-    user's line of a constraint."""
+    """A transpose fed by a dot, shapes without layouts; ``kind`` says what stands between:
+    ``foldable`` (nothing), ``barrier`` (a ``Sharding`` call), ``all-reduce`` or ``other``.
+    ``output``: the result element its value reaches (index, or name from
+    :func:`snippets.hlo.lowered.find_barriers`); ``trips``: runs per step (None: unknown);
+    ``no_fold``: why XLA's simplifier would keep the transpose anyway (None: it would fold it);
+    ``stack``: the dot's call stack, innermost first; ``parameter``: the parameter whose gradient
+    the dot makes, as the module names it; ``role`` (:func:`snippets.hlo.provenance.role`);
+    ``placed_by``: what put the ``Sharding`` call there (``explicit`` or ``constraint``), and
+    ``placed_at`` a constraint's user line."""
 
     transpose: str
     shape: str

@@ -1,6 +1,4 @@
-"""One step of :class:`snippets.one_training_step.SmallLM`, run as a CI job runs it
-(``python -m snippets one_training_step``).
-"""
+"""One step of :class:`snippets.one_training_step.SmallLM`, run as a CI job runs it."""
 
 from __future__ import annotations
 
