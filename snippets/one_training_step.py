@@ -1,6 +1,9 @@
-"""One training step of a small Flax model, the step a CI job dumps for ``find-barriers``
-(``.github/workflows/barrier-gate.yml`` runs it with XLA's dump flags, on a 2x2 mesh of
-``jax.make_mesh``'s default, Explicit, axes)."""
+"""One training step of a small Flax model, the step a CI job dumps for ``find-barriers``.
+
+An embedding, ``layers`` GELU ``nnx.Linear`` layers and an untied head, trained with
+``optax.adamw`` inside ``jax.jit`` on a 2x2 ``("data", "model")`` mesh of ``jax.make_mesh``'s
+default (Explicit) axes. ``.github/workflows/barrier-gate.yml`` runs it with XLA's dump flags.
+"""
 
 from __future__ import annotations
 
