@@ -149,11 +149,6 @@ class HloProgram(Program):
     entry: str
     stacks: dict[int, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
-    @property
-    def frames(self) -> dict[int, str]:
-        """The innermost ``file:line`` of each stack frame id."""
-        return {key: stack[0] for key, stack in self.stacks.items() if stack}
-
     @functools.cached_property
     def by_name(self) -> Mapping[str, Instruction]:
         """Every instruction by name (names are unique in a module)."""
