@@ -180,11 +180,9 @@ def _check_arrays(expected: dict[str, jax.ShapeDtypeStruct], checksums: dict[str
 
 
 def restore(directory: str | Path, model: nnx.Module) -> nnx.Module:
-    """Load a checkpoint into ``model`` in place, each kernel transposed to its module's orientation.
-
-    Each array is read into the target's sharding (axes permuted for a flipped kernel) and
-    checked against its SHA-256; a jitted transpose then gives the target's orientation and sharding.
-    """
+    """Load a checkpoint into ``model`` in place: each array is read into the target's sharding
+    (axes permuted for a flipped kernel) and checked against its SHA-256, then a jitted transpose
+    gives each kernel its module's orientation and sharding."""
     directory = Path(directory).expanduser().resolve()
     orientations, recorded = kernel_orientations(model), read_orientation(directory)
     if not (directory / "params").is_dir():

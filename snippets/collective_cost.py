@@ -1,8 +1,5 @@
-"""What a finishing collective costs: the ring model, priced for TPU v5p, and a CPU measurement.
-
-``python -m snippets collective_cost [--ranks N ...] [--rows R] [--cols C] [--repeats K] [--json]``
-times reduce-scatter against all-reduce on simulated CPUs.
-"""
+"""What a finishing collective costs: the ring model, priced for TPU v5p (measured on CPU by
+:mod:`snippets.measure.collective_timing`, ``python -m snippets collective_cost``)."""
 
 from __future__ import annotations
 

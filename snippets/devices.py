@@ -1,7 +1,4 @@
-"""The one place that decides which devices the guides run on: real chips or simulated CPUs.
-
-Run ``python -m snippets devices [--devices N] [--json]`` for a report.
-"""
+"""The one place that decides which devices the guides run on: real chips or simulated CPUs."""
 
 from __future__ import annotations
 

@@ -77,11 +77,9 @@ def all_reduce(mesh: Mesh) -> jax.stages.Wrapped:
 
 
 def reduce_scatter_then_all_gather(mesh: Mesh) -> jax.stages.Wrapped:
-    """Reduce-scatter, then all-gather the finished rows: every rank holds C.
-
-    ``to="invarying"`` makes the gathered value's type say it is the same on every rank, as
-    ``out_specs=P()`` requires; shard_map checks that (``check_vma``, on by default).
-    """
+    """Reduce-scatter, then all-gather the finished rows: every rank holds C. ``to="invarying"``
+    types the gathered value as the same on every rank, as ``out_specs=P()`` requires and
+    ``shard_map`` checks (``check_vma``, on by default)."""
 
     def gathered_rows(a: jax.Array, b: jax.Array) -> jax.Array:
         return jax.lax.all_gather(_finished_rows(a, b), AXIS, tiled=True, to="invarying")

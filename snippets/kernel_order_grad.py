@@ -34,8 +34,7 @@ def kernel_order_dot_general(
     out_sharding: PartitionSpec | None = None,
 ) -> jax.Array:
     """``lax.dot_general`` of ``lhs`` and a kernel ``rhs`` stored ``[embed, vocab]``, contracting
-    ``lhs``'s last axis with its first; ``_backward`` writes the kernel's gradient in that same
-    order. Its signature is ``lax.dot_general``'s, so a layer takes it as ``dot_general=``."""
+    ``lhs``'s last axis with its first; ``_backward`` writes the kernel's gradient in that order."""
     if dimension_numbers != (((lhs.ndim - 1,), (0,)), ((), ())) or rhs.ndim != 2:
         raise ValueError(
             f"kernel_order_dot_general takes x's last axis times a 2-axis [in, out] kernel's "
@@ -61,12 +60,6 @@ def _backward(_dimension_numbers, precision, _out_sharding, residuals, g):
 kernel_order_dot_general.defvjp(_forward, _backward)
 
 
-def _reduction_tagged(array: jax.Array) -> bool:
-    """Whether the array's type carries ``reduced`` or ``unreduced`` axes (JAX 0.12 types)."""
-    spec = jax.typeof(array).sharding.spec
-    return bool(getattr(spec, "reduced", None) or getattr(spec, "unreduced", None))
-
-
 def auto_axes_dot_general(
     lhs: jax.Array,
     rhs: jax.Array,
@@ -76,17 +69,14 @@ def auto_axes_dot_general(
     **options: Any,
 ) -> jax.Array:
     """``lax.dot_general`` with the mesh's axes Auto for this one dot, leaving with
-    ``out_sharding`` (by default the plain dot's). Its signature is ``lax.dot_general``'s, so a
-    layer takes it as ``dot_general=``.
-
-    The plain dot where the mesh is not all Explicit (no barrier to remove), and, as MaxText's
-    ``_dot_general_in_auto_axes``, for an operand typed ``reduced`` or ``unreduced``, whose tag
-    the region would drop.
-    """
+    ``out_sharding`` (by default the plain dot's); the plain dot where the mesh is not all
+    Explicit (no barrier to remove) or, as MaxText's ``_dot_general_in_auto_axes``, where an
+    operand is typed ``reduced`` or ``unreduced``, whose tag the region would drop."""
     dot = partial(
         lax.dot_general, dimension_numbers=dimension_numbers, precision=precision, **options
     )
-    tagged = any(_reduction_tagged(operand) for operand in (lhs, rhs))
+    specs = [jax.typeof(operand).sharding.spec for operand in (lhs, rhs)]  # JAX 0.12 has the tags
+    tagged = any(getattr(s, "reduced", None) or getattr(s, "unreduced", None) for s in specs)
     if tagged or not jax.typeof(lhs).sharding.mesh.are_all_axes_explicit:
         return dot(lhs, rhs, out_sharding=out_sharding)  # type: ignore[call-arg]  # mypy#18644
     if out_sharding is None:

@@ -4,8 +4,7 @@
 <https://github.com/google/flax/blob/02603f689d5783636048a5b4e0a2ed7cc81901c5/flax/nnx/nn/linear.py>`_)
 and MaxText's ``DenseGeneral`` (`linears.py
 <https://github.com/AI-Hypercomputer/maxtext/blob/022d0e12f2529db8cfd6b6f002f85416698204f0/src/maxtext/layers/linears.py>`_):
-one ``dot_general`` (``lax.dot_general`` by default) and MaxText's checks. Run
-``python -m snippets lm_head [--json]`` for a summary of both kernel orientations.
+one ``dot_general`` (``lax.dot_general`` by default) and MaxText's checks.
 """
 
 from __future__ import annotations
@@ -39,20 +38,11 @@ def canonical_tuple(value: int | Iterable[int]) -> tuple[int, ...]:
 
 
 class DenseGeneral(nnx.Module):
-    """A dense layer over one or more input axes; the LM-head fixes are its options.
-
-    Args:
-      in_features: sizes of the contracted input axes.
-      out_features: sizes of the output axes.
-      axis: the input axes to contract, one per in_feature.
-      kernel_axes: logical names of the kernel axes, ``in..., out...`` in either orientation.
-      use_bias: add a bias over the output axes.
-      param_dtype: dtype of the parameters.
-      kernel_transposed: store the kernel ``[out..., in...]`` (the PR's fix).
-      dot_general: the product, of ``lax.dot_general``'s signature (as Flax's ``LinearGeneral``);
-        a :data:`KERNEL_ORDER` one writes the weight gradient in kernel order, the doc's fix.
-      rngs: the random streams that initialise the kernel.
-    """
+    """A dense layer contracting the input axes ``axis`` (one per in_feature); the LM-head fixes
+    are its options. ``kernel_axes`` names the kernel's logical axes, ``in..., out...`` in either
+    orientation; ``kernel_transposed`` stores it ``[out..., in...]`` (the PR's fix); ``dot_general``
+    is the product, of ``lax.dot_general``'s signature (as Flax's ``LinearGeneral``), and a
+    :data:`KERNEL_ORDER` one writes the weight gradient in kernel order (the doc's fix)."""
 
     def __init__(
         self,
@@ -202,9 +192,8 @@ def head_kernel_spec(
     config: LMHeadConfig, rules: Sequence[tuple[str, Any]], check: PartitionSpec | None = None
 ) -> PartitionSpec:
     """The head kernel's PartitionSpec in its stored orientation: its logical axes under
-    ``rules``, as ``nnx.get_partition_spec`` reads them from the (abstract) built head.
-
-    A logical axis without a rule, or a ``check`` spec for the other orientation, is an error.
+    ``rules``, as ``nnx.get_partition_spec`` reads them from the (abstract) built head; a logical
+    axis without a rule, or a ``check`` spec for the other orientation, is an error.
 
     >>> config = LMHeadConfig(emb_dim=8, vocab_size=16, lm_head_kernel_transposed=True)
     >>> head_kernel_spec(config, [("embed", None), ("vocab", "model")])

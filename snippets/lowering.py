@@ -1,8 +1,5 @@
-"""A small real training step around the LM head, jitted, lowered and compiled on a mesh.
-
-``python -m snippets lowering [--json] [--show stablehlo|hlo|compiled]`` lowers one step and
-prints its size, or the text of one of its programs (``--help`` lists its sizes and variants).
-"""
+"""A small real training step around the LM head, jitted on a mesh (``python -m snippets
+lowering`` lowers and compiles it: :mod:`snippets.measure.step_lowering`)."""
 
 from __future__ import annotations
 
@@ -126,11 +123,6 @@ class StepConfig(Config):
         """The mesh's axis names: the batch is sharded over all of them."""
         return MESH_AXES[self.mesh]
 
-    @property
-    def data_axes(self) -> tuple[str, ...]:
-        """The axes a vocab-parallel head keeps the batch sharded on: all but fsdp."""
-        return tuple(axis for axis in self.axes if axis != "fsdp")
-
 
 class TinyLM(nnx.Module):
     """Embedding, RMS norm and the LM head: the smallest model with a real head gradient."""
@@ -157,8 +149,9 @@ class TinyLM(nnx.Module):
 def head_loss(config: StepConfig, head: Callable, x: jax.Array, targets: jax.Array) -> jax.Array:
     """The ``head`` on ``x`` and the mean cross-entropy of its logits against ``targets``."""
     if config.head.lm_head_vocab_parallel:  # gather the hidden state, not the kernel
-        logits = vocab_parallel_logits(x, head, config.data_axes)
-        return vocab_parallel_cross_entropy(logits, targets, config.data_axes)
+        data = tuple(axis for axis in config.axes if axis != "fsdp")  # the batch stays on these
+        logits = vocab_parallel_logits(x, head, data)
+        return vocab_parallel_cross_entropy(logits, targets, data)
     explicit = jax.typeof(x).sharding.mesh.are_all_axes_explicit
     logits_spec = P(config.axes, None, None) if explicit and config.pin_logits else None
     logits = head(x, out_sharding=logits_spec)

@@ -1,9 +1,6 @@
-"""The ring model of a collective: what one rank sends, and in how many steps.
-
-The Scaling Book's costs (`Sharded Matrices and How to Multiply Them
-<https://jax-ml.github.io/scaling-book/sharding/>`_): on a ring of N ranks a reduce-scatter or
-an all-gather moves ``(N-1)/N`` of the tensor per rank, an all-reduce twice that. No JAX here,
-so the HLO readers can price a compiled module's collectives with it.
+"""The ring model of a collective: what one rank sends, and in how many steps, as the Scaling
+Book prices them (`Sharded Matrices and How to Multiply Them
+<https://jax-ml.github.io/scaling-book/sharding/>`_). No JAX here, so the HLO readers can use it.
 """
 
 from __future__ import annotations
@@ -12,9 +9,8 @@ from fractions import Fraction
 
 
 def ring_bytes_per_rank(kind: str, result_bytes: int, ranks: int) -> float:
-    """Bytes one rank sends: ``(N-1)/N`` of the full tensor, twice that for an all-reduce.
-
-    A collective-permute sends its buffer once.
+    """Bytes one rank sends: ``(N-1)/N`` of the full tensor, twice that for an all-reduce, and a
+    collective-permute its buffer once.
 
     >>> ring_bytes_per_rank("reduce-scatter", result_bytes=8, ranks=2)
     8

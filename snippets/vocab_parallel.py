@@ -30,12 +30,10 @@ def _spec(ndim: int, batch: tuple[str, ...], last: str | None = None) -> P:
 def vocab_parallel_logits(
     hidden: jax.Array, head: Callable, batch: tuple[str, ...] = (), vocab: str = "fsdp"
 ) -> jax.Array:
-    """``head(hidden)``, sharded on ``vocab``: the hidden state is gathered over that axis first.
-
+    """``head(hidden)`` sharded on ``vocab``, the hidden state gathered over that axis first.
     ``head`` is a layer called as ``head(x, out_sharding=...)`` (``nnx.Linear``, ``DenseGeneral``)
     whose ``[embed, vocab]`` kernel is sharded ``P(None, vocab)``; ``batch`` names the mesh axes
-    the batch stays sharded on (the data axes, never ``vocab``).
-    """
+    the batch stays sharded on (the data axes, never ``vocab``)."""
     whole = pin(hidden, _spec(hidden.ndim, batch))  # every vocab shard needs every token
     out = _spec(hidden.ndim, batch, vocab)
     if jax.sharding.get_abstract_mesh().are_all_axes_explicit:
@@ -46,12 +44,10 @@ def vocab_parallel_logits(
 def vocab_parallel_cross_entropy(
     logits: jax.Array, targets: jax.Array, batch: tuple[str, ...] = (), vocab: str = "fsdp"
 ) -> jax.Array:
-    """Mean cross-entropy of vocab-sharded ``logits``; each shard builds its own one-hot columns.
-
-    The one-hot targets come from a vocab-sharded iota (as MaxText's
-    ``vocab_parallel_one_hot``), so only the integer targets are gathered; the two reductions
-    over vocab (the max and the sum of exponentials) are the loss's only other collectives.
-    """
+    """Mean cross-entropy of vocab-sharded ``logits``, each shard building its own one-hot columns
+    from a vocab-sharded iota (as MaxText's ``vocab_parallel_one_hot``): only the integer targets
+    are gathered, and the two reductions over vocab (the max and the sum of exponentials) are
+    the loss's only other collectives."""
     logits = logits.astype(jnp.float32)
     shifted = logits - jax.lax.stop_gradient(logits.max(axis=-1, keepdims=True))
     log_total = jnp.log(jnp.exp(shifted).sum(axis=-1))

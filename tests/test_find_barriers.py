@@ -73,13 +73,18 @@ def test_sites_carry_the_dot_shape_op_name_source_and_output():
     assert [sites[name].output for name in ("t2", "t1", "t3")] == [0, 1, None]
 
 
+def frames(program):
+    """The innermost ``file:line`` of each stack frame id."""
+    return {key: stack[0] for key, stack in program.stacks.items() if stack}
+
+
 def test_frames_read_the_stack_frame_tables():
-    assert read_hlo(SITES).frames == {1: "/somewhere/site-packages/model/layers.py:42"}
-    assert read_hlo("ENTRY main { ROOT x = f32[] constant(0) }").frames == {}
+    assert frames(read_hlo(SITES)) == {1: "/somewhere/site-packages/model/layers.py:42"}
+    assert frames(read_hlo("ENTRY main { ROOT x = f32[] constant(0) }")) == {}
 
 
 def test_outputs_are_followed_through_a_loop_body_and_the_call_that_stacks_them():
-    assert outputs_reached(LOOP, ["t", "d", "unrelated", "w"]) == {
+    assert outputs_reached(read_hlo(LOOP), ["t", "d", "unrelated", "w"]) == {
         "t": 0,  # transpose -> stacking call -> loop result -> the entry's root
         "d": 0,  # the dot's value flows the same way, through the transpose
         "unrelated": None,  # a value nothing reads reaches nothing
@@ -119,9 +124,8 @@ def test_a_call_that_does_not_pass_the_value_on_is_not_followed():
     (site,) = transpose_of_dot_sites(LOOP)
     assert site.transpose == "t"
     assert site.output == 0
-    assert outputs_reached(LOOP.replace("call(stack, t, i)", "call(stack, stack, i)"), ["t"]) == {
-        "t": None
-    }
+    changed = LOOP.replace("call(stack, t, i)", "call(stack, stack, i)")
+    assert outputs_reached(read_hlo(changed), ["t"]) == {"t": None}
 
 
 def test_find_barriers_on_a_plain_gradient():

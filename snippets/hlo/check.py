@@ -1,19 +1,14 @@
 """Check a real run: the transpose-of-dot sites of XLA's modules, without JAX.
 
-``find-barriers PATH [PATH ...]`` (or ``python -m snippets find-barriers``, or
-``python -m snippets barrier --hlo PATH ...``) reads XLA's ``before_optimizations`` dumps, a dump
-directory (every ``*.before_optimizations.txt`` in it, ``--module PATTERN`` to narrow them), or
-``lowered.as_text(dialect="hlo")`` saved to a file. Each site is ``blocked`` (XLA's simplifier
-would fold the transpose into its dot, :mod:`snippets.hlo.fold`, but a ``Sharding`` call
-stands between), ``foldable`` (it folds) or ``kept`` (XLA keeps the transpose either way), with
-the user's line, the parameter as far as the module names it, and the fix.
+``find-barriers PATH [PATH ...]`` reads XLA's ``before_optimizations`` dumps, a dump directory
+(``--module PATTERN`` narrows its modules) or ``lowered.as_text(dialect="hlo")`` saved to a file.
+Each site is ``blocked`` (XLA's simplifier would fold the transpose into its dot,
+:mod:`snippets.hlo.fold`, but a ``Sharding`` call stands between), ``foldable`` or ``kept`` (XLA
+keeps the transpose either way), with the user's line, the parameter and the fix.
 
-Exit status: 0 when no new site is blocked (``--write-baseline FILE`` accepts every site it
-records); 1 when a site the baseline (``--baseline FILE``) does not accept is blocked, a fold
-XLA would make that a ``Sharding`` call prevents, whether a typed explicit result or the user's
-own constraint put the call there; 2 on bad input (one
-``error:`` line). ``--format`` chooses text, json (``report.SCHEMA``), github
-(workflow-command annotations) or sarif (SARIF 2.1.0); ``--json`` is ``--format json``.
+Exit status: 1 when a blocked site is new (not in ``--baseline FILE``; ``--write-baseline FILE``
+accepts every site it records), 2 on bad input (one ``error:`` line), else 0. ``--format``
+chooses text, json (``report.SCHEMA``), github (workflow-command annotations) or sarif.
 """
 
 from __future__ import annotations
@@ -65,14 +60,13 @@ def run(
 
 def main(argv: Sequence[str] | None = None) -> None:
     """The console script ``find-barriers``: check each HLO text file or dump directory named."""
-    parser = Parser(__doc__)
+    parser = Parser(__doc__, json_help="the same as --format json")
     parser.add_argument("paths", nargs="+", metavar="PATH", help="HLO text files or dump folders")
     parser.add_argument("--module", metavar="PATTERN", help="in a folder, modules matching this")
     parser.add_argument(
         "--all-modules", action="store_true", help="list a folder's modules without sites too"
     )
     parser.add_argument("--format", choices=FORMATS, default="text", help="output format")
-    parser.add_argument("--json", action="store_true", help="the same as --format json")
     parser.add_argument("--baseline", metavar="FILE", help="accept the blocked sites in FILE")
     parser.add_argument("--write-baseline", metavar="FILE", help="record today's blocked sites")
     args = parser.parse_args(argv)

@@ -39,10 +39,9 @@ class Module:
     @property
     def name(self) -> str:
         """The module's name in XLA's dump file name (``jit_train_step``), else the file name."""
-        found = re.match(
-            r"module_\d+\.(.+?)(?:\.before_optimizations)?\.txt$", Path(self.path).name
-        )
-        return found[1] if found else Path(self.path).name
+        name = Path(self.path).name
+        found = re.match(r"module_\d+\.(.+?)(?:\.before_optimizations)?\.txt$", name)
+        return found[1] if found else name
 
 
 def _before(path: Path) -> str:
@@ -131,10 +130,9 @@ def read_modules(paths: Sequence[str], pattern: str | None = None) -> list[Modul
     for file in dict.fromkeys(files):
         text = _text(file)
         digest = hashlib.blake2b(text.encode(), digest_size=16).digest()  # not every text kept
-        modules.append(Module(file, _program(file, text), seen.setdefault(digest, file)))
-    return [
-        dataclasses.replace(m, same_as=None if m.same_as == m.path else m.same_as) for m in modules
-    ]
+        first = seen.setdefault(digest, file)
+        modules.append(Module(file, _program(file, text), None if first == file else first))
+    return modules
 
 
 _DUMP_NAME = re.compile(r"^module_\d+\.[^.]+\.(?P<index>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<after>[^.]+)\.before_(?P<before>[^.]+)\.txt$")  # fmt: skip

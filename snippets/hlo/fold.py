@@ -40,13 +40,6 @@ _REMOVED = {"copy", "bitcast", "get-tuple-element", "tuple"}
 a tuple element it forwards)."""
 
 
-def _rank(program: Program, name: str) -> int | None:
-    """How many dimensions the array ``name`` has; None for a tuple or an unknown value."""
-    inst = program.by_name.get(name)
-    arrays = array_shapes(inst.shape) if inst else []
-    return len(arrays[0][1]) if len(arrays) == 1 else None
-
-
 def no_fold(
     program: Program, transpose: Instruction, chain: Sequence[Instruction], dot: Instruction
 ) -> str | None:
@@ -62,9 +55,9 @@ def no_fold(
     for side, operand in zip(("lhs", "rhs"), dot.operands, strict=False):
         contracting = attribute_dims(dot.attributes, f"{side}_contracting_dims")
         batch = attribute_dims(dot.attributes, f"{side}_batch_dims")
-        rank = _rank(program, operand)
-        free = None if rank is None else rank - len(contracting) - len(batch)
-        if free is not None and free != 1:
+        inst = program.by_name.get(operand)
+        arrays = array_shapes(inst.shape) if inst else []  # one array, or its rank is unknown
+        if len(arrays) == 1 and (free := len(arrays[0][1]) - len(contracting) - len(batch)) != 1:
             return f"the dot's {side} has {free} non-contracting dimensions, not one"
     order = attribute_dims(transpose.attributes, "dimensions")
     swap = (*range(len(order) - 2), len(order) - 1, len(order) - 2)

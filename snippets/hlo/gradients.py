@@ -26,9 +26,8 @@ def _entry(hlo_text: str, outputs: tuple[int, ...]) -> tuple[dict, dict[str, Ins
 def kernel_relayouts(
     hlo_text: str, outputs: tuple[int, ...], kernel_elements: set[int]
 ) -> dict[Instruction, list[Instruction]]:
-    """The entry's instructions between a weight-gradient dot and the root's ``outputs`` that are,
-    or contain, transposes and copies, with those; walks back through operands of a size in
-    ``kernel_elements``, so a same-shaped array on another path (an embedding table) stays out."""
+    """The entry's instructions that are, or contain, transposes and copies, with those, walking
+    back from the root's ``outputs`` to the weight-gradient dot as :func:`gradient_path` does."""
     comps, by_name, pending = _entry(hlo_text, outputs)
     seen: set[str] = set()
     found = {}
@@ -56,9 +55,9 @@ def kernel_relayouts(
 def gradient_path(
     hlo_text: str, outputs: tuple[int, ...], kernel_elements: set[int]
 ) -> list[Instruction]:
-    """The entry's instructions from the root's ``outputs`` back to the dots that make them,
-    through operands of a size in ``kernel_elements``; unlike :func:`kernel_relayouts` it keeps
-    every one, a fusion holding the dot and a whole tuple's collective included."""
+    """The entry's instructions from the root's ``outputs`` back to the dots that make them, through
+    operands of a size in ``kernel_elements`` (so a same-shaped array on another path, an embedding
+    table, stays out); a fusion holding the dot and a whole tuple's collective included."""
     comps, by_name, pending = _entry(hlo_text, outputs)
     seen, path = set(), []
     while pending:

@@ -1,8 +1,6 @@
-"""find-barriers' Python API: the sites of a ``jax.jit(...).lower(...)``, outputs named.
-
-Reads the StableHLO module the lowering holds (:mod:`snippets.hlo.stablehlo`, no HLO text
-printed) with the site finder the command line uses on dumps (:mod:`snippets.hlo.sites`).
-"""
+"""find-barriers' Python API: the sites of a ``jax.jit(...).lower(...)``, outputs named, read
+from its StableHLO module (:mod:`snippets.hlo.stablehlo`, no HLO text printed) by the site
+finder the command line uses on dumps (:mod:`snippets.hlo.sites`)."""
 
 from __future__ import annotations
 
@@ -36,12 +34,9 @@ def output_names(lowered: jax.stages.Lowered) -> list[str]:
 
 
 def find_barriers(lowered: jax.stages.Lowered) -> list[TransposeSite]:
-    """Every transpose-of-dot site of ``lowered``, with what stands between dot and transpose.
-
-    A ``Sharding`` call between is a fold explicit mode blocks (``site.blocked``); ``output``
-    names the parameter the site's value reaches. ``print(site)`` gives the line find-barriers
-    prints for it.
-    """
+    """Every transpose-of-dot site of ``lowered``: a ``Sharding`` call between is a fold explicit
+    mode blocks (``site.blocked``), ``output`` names the parameter the site's value reaches, and
+    ``print(site)`` gives the line find-barriers prints for it."""
     names = output_names(lowered)
     return [
         dataclasses.replace(

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 from snippets.hlo.loops import loop_parts
-from snippets.hlo.program import SAME_VALUE, Instruction, Program, Value, callees, read_hlo
+from snippets.hlo.program import SAME_VALUE, Instruction, Program, Value, callees
 from snippets.hlo.shapes import elements_of
 
 _CARRIES = SAME_VALUE | {"all-reduce", "transpose", "add", "custom-call"}
 """Ops that pass a value on whole (same element count) on its way to the module's result."""
 
 
-def outputs_reached(hlo_text: str, names: list[str]) -> dict[str, int | None]:
+def outputs_reached(program: Program, names: list[str]) -> dict[str, int | None]:
     """For each named instruction, the element of the entry's result its value reaches, else None:
     a weight gradient reaches its parameter's output, an activation gradient none."""
-    return outputs_reached_in(read_hlo(hlo_text), names)
-
-
-def outputs_reached_in(program: Program, names: list[str]) -> dict[str, int | None]:
-    """:func:`outputs_reached` on a read program; what each value reaches is worked out once."""
     flow = _Flow(program)
     outputs = {name: flow.reach(name) for name in names}
     return {name: min(found) if found else None for name, found in outputs.items()}

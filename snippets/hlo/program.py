@@ -139,26 +139,15 @@ class Program(Protocol):
         """The name of ``computation``'s parameter ``index``."""
 
 
-def where(program: Program, inst: Instruction) -> tuple[str | None, str | None]:
-    """``inst``'s ``op_name`` and innermost ``file:line``, each None where the module has none."""
-    stack = program.stack(inst)
-    return program.op_name(inst), stack[0] if stack else None
-
-
 @dataclasses.dataclass
-class HloProgram:
-    """A :class:`Program` read from HLO text: each computation's instructions in order, the
-    entry's name, and each stack frame id's ``file:line`` chain, innermost first
-    (``debug_info``'s tables; empty without them)."""
+class HloProgram(Program):
+    """A :class:`Program` read from HLO text (the methods it shares with it are documented there):
+    each computation's instructions in order, the entry's name, and each stack frame id's
+    ``file:line`` chain, innermost first (``debug_info``'s tables; empty without them)."""
 
     computations: dict[str, list[Instruction]]
     entry: str
     stacks: dict[int, tuple[str, ...]] = dataclasses.field(default_factory=dict)
-
-    @property
-    def frames(self) -> dict[int, str]:
-        """The innermost ``file:line`` of each stack frame id."""
-        return {key: stack[0] for key, stack in self.stacks.items() if stack}
 
     @functools.cached_property
     def by_name(self) -> Mapping[str, Instruction]:
@@ -176,7 +165,6 @@ class HloProgram:
         return {self.owner[inst.name]: inst.name for inst in self.by_name.values() if inst.root}
 
     def transposes(self) -> list[tuple[str, Instruction]]:
-        """``(computation, instruction)`` of every transpose: where the site finder starts."""
         return [
             (comp, inst)
             for comp, insts in self.computations.items()
@@ -185,7 +173,6 @@ class HloProgram:
         ]
 
     def callers_of(self, computation: str) -> list[tuple[str, Instruction]]:
-        """``(computation, instruction)`` of each instruction that calls ``computation``."""
         return self._callers.get(computation, [])
 
     @functools.cached_property
@@ -214,7 +201,6 @@ class HloProgram:
         return found
 
     def op_name(self, inst: Instruction) -> str | None:
-        """``inst``'s ``op_name`` metadata, None where it has none."""
         found = _OP_NAME.search(inst.attributes)
         return found and re.sub(r"\\(.)", r"\1", found[1])
 
@@ -227,7 +213,6 @@ class HloProgram:
         return (f"{source[1]}:{source[2]}",) if source else ()
 
     def parameter(self, computation: str, index: int) -> str | None:
-        """The name of ``computation``'s parameter ``index``."""
         return self._parameters.get((computation, index))
 
     @functools.cached_property
@@ -258,11 +243,9 @@ _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
 
 def read_hlo(hlo_text: str) -> HloProgram:
-    """Read HLO text once: computations, the entry, and the stack-frame tables if printed.
-
-    A line that starts an instruction but cannot be read (cut off mid-instruction) is an error
-    naming its line number. Instructions outside any computation go under the name ``""``.
-    """
+    """Read HLO text once: computations, the entry, and the stack-frame tables if printed; a line
+    cut off mid-instruction is an error naming its number, and instructions outside any
+    computation go under the name ``""``."""
     found: dict[str, list[Instruction]] = {}
     tables: dict[str, dict[int, str]] = {name: {} for name in _TABLES}
     entry = current = ""

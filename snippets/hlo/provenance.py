@@ -1,8 +1,5 @@
 """Whose site it is: the user's own line, the parameter whose gradient the dot makes, and what
-put the ``Sharding`` call there, as far as a module's metadata tells.
-
-No JAX import; :func:`snippets.hlo.sites.find_sites` asks these of every site.
-"""
+put the ``Sharding`` call there, as far as a module's metadata tells (no JAX import)."""
 
 from __future__ import annotations
 

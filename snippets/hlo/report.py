@@ -41,9 +41,8 @@ def fix(site: TransposeSite) -> str | None:
 
 
 def site_lines(site: TransposeSite, new: bool = True) -> list[str]:
-    """One site as text: :meth:`~snippets.hlo.sites.TransposeSite.line`, ``accepted`` where the
-    baseline has it; then what put the ``Sharding`` call there and the fix, or why XLA keeps
-    the transpose."""
+    """One site's :meth:`~snippets.hlo.sites.TransposeSite.line` (``accepted`` where the baseline
+    has it), then what put the ``Sharding`` call there and the fix, or why XLA keeps it."""
     lines = [f"  {site.line(None if new or not site.blocked else 'accepted')}"]
     if site.blocked:
         placed: dict[str | None, str] = {

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from snippets.hlo import fold, provenance
 from snippets.hlo.loops import run_counts
-from snippets.hlo.outputs import outputs_reached_in
+from snippets.hlo.outputs import outputs_reached
 from snippets.hlo.program import (
     SAME_VALUE,
     Instruction,
@@ -17,7 +17,6 @@ from snippets.hlo.program import (
     is_sharding_call,
     read_hlo,
     tuple_index,
-    where,
 )
 from snippets.hlo.shapes import array_shapes, has_dims
 
@@ -27,17 +26,15 @@ _PASS_THROUGH = SAME_VALUE | {"all-reduce", "get-tuple-element"}
 
 @dataclasses.dataclass(frozen=True)
 class TransposeSite:
-    """A transpose fed by a dot; ``kind`` says what stands between: ``foldable`` (nothing),
-    ``barrier`` (a ``Sharding`` call), ``all-reduce`` or ``other``. Shapes are without layouts.
-    ``output``: the result element (index, or name from :func:`snippets.hlo.lowered.find_barriers`)
-    its value reaches; ``trips``: how many times it runs per step (:func:`~snippets.hlo.loops.run_counts`; None: unknown).
-
-    ``no_fold``: why XLA's simplifier would keep the transpose anyway
-    (:func:`snippets.hlo.fold.no_fold`), None when it would fold it; ``stack``: the dot's
-    call stack, innermost first; ``parameter``: the parameter whose gradient the dot makes, as
-    the module names it; ``role`` (:func:`snippets.hlo.provenance.role`); ``placed_by``:
-    ``explicit`` or ``constraint``, what put the ``Sharding`` call there, and ``placed_at`` the
-    user's line of a constraint."""
+    """A transpose fed by a dot, shapes without layouts; ``kind`` says what stands between:
+    ``foldable`` (nothing), ``barrier`` (a ``Sharding`` call), ``all-reduce`` or ``other``.
+    ``output``: the result element its value reaches (index, or name from
+    :func:`snippets.hlo.lowered.find_barriers`); ``trips``: runs per step (None: unknown);
+    ``no_fold``: why XLA's simplifier would keep the transpose anyway (None: it would fold it);
+    ``stack``: the dot's call stack, innermost first; ``parameter``: the parameter whose gradient
+    the dot makes, as the module names it; ``role`` (:func:`snippets.hlo.provenance.role`);
+    ``placed_by``: what put the ``Sharding`` call there (``explicit`` or ``constraint``), and
+    ``placed_at`` a constraint's user line."""
 
     transpose: str
     shape: str
@@ -128,8 +125,7 @@ def transpose_of_dot_sites(
 def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[TransposeSite]:
     """Every transpose fed, through pass-through ops only, by a dot, in ``_site_order``;
     ``dims`` keeps those of that size set. XLA folds ``transpose(dot(a, b))`` into ``dot(b, a)``
-    only if nothing stands between. The one definition of a site, whichever reader made
-    ``program`` (:func:`~snippets.hlo.program.read_hlo`, or :func:`snippets.hlo.stablehlo.read_stablehlo`)."""
+    only if nothing stands between."""
     by_name = program.by_name
     count = run_counts(program)
     parameters = None  # made for the first site: most modules of a dump have none
@@ -144,23 +140,25 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
         kinds = {"Sharding": "barrier", "all-reduce": "all-reduce"}  # in this order
         kind = next((kinds[k] for k in kinds if k in between), "other" if between else "foldable")
         shapes = inst.shape.split("{")[0], origin.shape.split("{")[0]
-        located, trips = where(program, origin), count(comp)
+        stack = program.stack(origin)  # innermost first
         names = inst.name, shapes[0], origin.name
         placed = provenance.placed_by(program, [op for op in chain if is_sharding_call(op)])
         sizes = array_shapes(inst.shape)[0][1]
         parameters = parameters or provenance.Parameters(program)
-        found = TransposeSite(*names, between, kind, shapes[1], *located, trips=trips)
+        source = stack[0] if stack else None
+        found = TransposeSite(*names, between, kind, shapes[1], program.op_name(origin), source)
         sites.append(
             dataclasses.replace(
                 found,
                 no_fold=fold.no_fold(program, inst, chain, origin),
-                stack=program.stack(origin),
+                trips=count(comp),
+                stack=stack,
                 parameter=parameters.of(origin, sizes),
                 placed_by=placed[0],
                 placed_at=placed[1],
             )
         )
-    reached = outputs_reached_in(program, [site.transpose for site in sites])
+    reached = outputs_reached(program, [site.transpose for site in sites])
     return sorted(
         (
             dataclasses.replace(

@@ -1,10 +1,8 @@
 """A lowered program's StableHLO module read as :mod:`snippets.hlo`'s records, on demand.
 
-``lowered.compiler_ir()`` is already built; printing it as HLO text costs seconds on a large
-model. :func:`read_stablehlo` instead walks the module with the MLIR Python bindings and makes
-the :class:`~snippets.hlo.program.Instruction` records XLA's conversion to HLO would print, only for the
-operations the site finder reaches (a few thousand of a llama2-7b step's tens of thousands):
-the same finder then reads them. No command line; :func:`snippets.hlo.lowered.find_barriers` uses it.
+Printing ``lowered.compiler_ir()`` as HLO text costs seconds on a large model; this walks it
+with the MLIR Python bindings and makes the records XLA's conversion to HLO would print only for
+the operations the site finder reaches (a few thousand of a llama2-7b step's tens of thousands).
 """
 
 from __future__ import annotations
@@ -69,10 +67,9 @@ class _OnDemand(Mapping):
 
 
 class StableHLOProgram:
-    """A StableHLO module as the :class:`~snippets.hlo.program.Program` the site finder reads, laid out as
-    XLA's conversion to HLO lays it out: several results are a tuple and one element each, a
-    loop's state one tuple, a region a computation. Records are made when first asked for, and
-    hold only the attributes the readers use."""
+    """A StableHLO module as the :class:`~snippets.hlo.program.Program` the site finder reads, laid
+    out as XLA's conversion to HLO lays it out (several results a tuple and one element each, a
+    loop's state one tuple, a region a computation); records hold only what the readers use."""
 
     def __init__(self, module: Any) -> None:
         self.entry = "main"
@@ -362,7 +359,6 @@ def _details(op: Any, opcode: str, operands: tuple, shape: Callable) -> tuple[st
 
 
 def read_stablehlo(module: Any) -> StableHLOProgram:
-    """A StableHLO module (``lowered.compiler_ir()``) as a program for
-    :func:`snippets.hlo.sites.find_sites`, without printing or parsing text: its
-    ``sdy.sharding_constraint`` is the HLO's ``Sharding`` call. Entry: the function ``main``."""
+    """A StableHLO module (``lowered.compiler_ir()``) as a program for the site finder, without
+    printing or parsing text; its entry is the function ``main``."""
     return StableHLOProgram(module)

@@ -1,8 +1,5 @@
-"""The HLO barrier, measured: every (shard mode x head variant) lowered and read.
-
-``python -m snippets barrier [--json] [--optimizer none|adam] [step options]``; CPU only (the
-causal control). :func:`barrier_report` lists what it prints.
-"""
+"""The HLO barrier, measured: every (shard mode x head variant) lowered and read, on CPU only (the
+causal control); :func:`barrier_report` lists what ``python -m snippets barrier`` prints."""
 
 from __future__ import annotations
 
@@ -187,7 +184,6 @@ def relayout_summary(settings: dict[str, StepConfig]) -> tuple[list[dict], list[
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the barrier report."""
     parser = Parser(__doc__)
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_step_arguments(parser)
     parser.add_argument(
         "--optimizer", choices=OPTIMIZERS, default="none", help="add AdamW; count its relayouts"

@@ -1,13 +1,10 @@
 """How long :func:`snippets.hlo.lowered.find_barriers` takes at a real model's scale, against the
 lowering it reads, and how long the command line takes on that model's XLA dump directory.
 
-``python -m snippets barrier_bench [--repeats N] [--emb E] [--vocab V] [--layers L] [--mode M]
-[--json]`` (``nox -s bench``): by default MaxText's decoder at llama2-7b's shape (emb 4096,
-vocab 32000, 32 unrolled layers, explicit mode, 4 simulated devices). After a warm-up, each
-repeat lowers the step and runs ``find_barriers`` on it in this process, with a full garbage
-collection between them (untimed), so neither pays for the other's garbage; the dump directory,
-written once, is read by a fresh ``python -m snippets find-barriers DIR`` per repeat. Medians, minima and
-maxima; no time is asserted anywhere.
+``python -m snippets barrier_bench`` (``nox -s bench``): by default MaxText's decoder at
+llama2-7b's shape, explicit mode, on 4 simulated devices. After a warm-up, each repeat lowers the
+step and runs ``find_barriers`` on it, a full garbage collection between them (untimed), and a
+fresh ``python -m snippets find-barriers DIR`` reads the dump. No time is asserted anywhere.
 """
 
 from __future__ import annotations
@@ -114,7 +111,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--vocab", type=positive_int, default=LLAMA2_7B.vocab)
     parser.add_argument("--layers", type=positive_int, default=LLAMA2_7B.layers)
     parser.add_argument("--mode", choices=tuple(SHARD_MODES), default="explicit")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     with reported(args.debug):
         config = DecoderConfig(emb=args.emb, vocab=args.vocab, layers=args.layers)

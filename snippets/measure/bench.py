@@ -1,7 +1,6 @@
 """Step time of every (shard mode x head variant), compiled on one mesh and timed interleaved.
 
-``python -m snippets bench [--full] [--json] [--devices N] [--mesh M]``; ``--full`` is a larger
-setting of ours, not the source's. CPU timings: they say nothing about TPU speed.
+CPU timings say nothing about TPU speed; ``--full`` is a larger setting of ours, not the source's.
 """
 
 from __future__ import annotations
@@ -47,7 +46,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Print the timing table."""
     parser = Parser(__doc__)
     parser.add_argument("--full", action="store_true", help="larger sizes: emb 512, vocab 32000")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.add_argument("--devices", type=positive_int, default=MESH_DEVICES)
     parser.add_argument("--mesh", choices=tuple(MESH_AXES), default="dp")
     args = parser.parse_args(argv)

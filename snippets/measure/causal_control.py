@@ -81,9 +81,7 @@ def _last_site_chain(dumps: dict[str, str], dims: tuple[int, int]) -> dict | Non
 
 def control(config: StepConfig, remover: bool = False) -> dict:
     """The control for one (mode, variant): is the weight gradient written in the kernel's order?
-
-    ``remover=False`` (the control) disables sharding-remover; ``True`` is XLA:CPU's default.
-    """
+    ``remover=False`` (the control) disables sharding-remover, which XLA:CPU runs by default."""
     lowered = build_step(config.replace(devices=1, mesh="dp")).lower()
     calls = sharding_call_count(hlo_text(lowered))
     dumps, error = compile_with_dumps(lowered, remover)
@@ -119,7 +117,6 @@ def causal_control(base: StepConfig) -> list[dict]:
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the causal control for every mode and variant."""
     parser = Parser(__doc__)
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     with reported(args.debug):
         setup_devices(1)

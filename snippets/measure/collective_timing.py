@@ -1,6 +1,4 @@
-"""Reduce-scatter against all-reduce, timed on simulated CPUs beside the ring model's ratio
-(``python -m snippets collective_cost``).
-"""
+"""Reduce-scatter against all-reduce, timed on simulated CPUs beside the ring model's ratio."""
 
 from __future__ import annotations
 
@@ -35,10 +33,8 @@ def finish_functions(mesh: Mesh) -> dict[str, Callable]:
 def time_finishes(
     rank_counts: Sequence[int] = (2, 8), rows: int = 4096, cols: int = 512, repeats: int = 21
 ) -> dict:
-    """Time reduce-scatter against all-reduce of a float32 ``[rows, cols]`` partial on each rank.
-
-    Ratios are all-reduce over reduce-scatter within a round; the model's is the bytes ratio.
-    """
+    """Time reduce-scatter against all-reduce of a float32 ``[rows, cols]`` partial on each rank;
+    ratios are all-reduce over reduce-scatter within a round, the model's the bytes ratio."""
     if bad := [n for n in rank_counts if n < 2 or rows % n]:
         raise ValueError(
             f"rows {rows} over {bad[0]} ranks: a collective needs 2 ranks or more, and gives each "
@@ -88,7 +84,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rows", type=positive_int, default=4096, help="rows of each partial")
     parser.add_argument("--cols", type=positive_int, default=512, help="columns of each partial")
     parser.add_argument("--repeats", type=positive_int, default=21, help="interleaved rounds")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     with reported(args.debug):
         nbytes = sum(3 * n * args.rows * args.cols * 4 for n in args.ranks)  # partial, sum, shard

@@ -28,7 +28,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--devices", type=positive_int, default=MESH_DEVICES, help="devices to set up"
     )
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     with reported(args.debug):
         setup_devices(args.devices)

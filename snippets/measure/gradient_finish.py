@@ -1,7 +1,5 @@
-"""How the LM head's weight gradient is finished, when a TPU fuses the finish, and what it costs.
-
-Printed by ``python -m snippets reduce_scatter --threshold`` and ``--cost-model``.
-"""
+"""How the LM head's weight gradient is finished, when a TPU fuses the finish, and what it costs
+(``python -m snippets reduce_scatter --threshold`` and ``--cost-model`` print them)."""
 
 from __future__ import annotations
 
@@ -129,10 +127,8 @@ def lm_head_gradient_costs(
 def design_doc_comparison(
     vocab: int = 32000, emb: int = 512, shards: int = 4, dtype: str = "bf16"
 ) -> list[dict]:
-    """Each collective's time as the design doc measured it (bytes over its bandwidth), and modelled.
-
-    The defaults are the doc's gradient; model times are the collective alone, without the slice.
-    """
+    """Each collective's time as the design doc measured it (bytes over its bandwidth) for the doc's
+    gradient (the defaults), and modelled: the collective alone, without the slice."""
     size = vocab * emb * itemsize(dtype)
     rows = []
     for kind, (slowest, fastest) in DESIGN_DOC_MEASURED.items():

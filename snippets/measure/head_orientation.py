@@ -1,6 +1,4 @@
-"""The head built both ways from one seed, compared: shapes, axes, outputs and gradients
-(``python -m snippets lm_head``).
-"""
+"""The head built both ways from one seed, compared: shapes, axes, outputs and gradients."""
 
 from __future__ import annotations
 
@@ -18,11 +16,9 @@ from snippets.support.tables import print_report
 
 
 def dot_rounding_bound(a: jax.Array, b: jax.Array) -> np.ndarray:
-    """How far two summation orders of ``a @ b`` may differ, elementwise: ``2 * gamma_K * |a| @ |b|``.
-
-    ``gamma_K = K*u / (1 - K*u)``, ``u`` the unit roundoff (Higham, *Accuracy and Stability
-    of Numerical Algorithms*, 2nd ed., section 3.1).
-    """
+    """How far two summation orders of ``a @ b`` may differ: ``2 * gamma_K * |a| @ |b|``, with
+    ``gamma_K = K*u / (1 - K*u)`` and ``u`` the unit roundoff (Higham, *Accuracy and Stability of
+    Numerical Algorithms*, 2nd ed., section 3.1)."""
     u = float(jnp.finfo(jnp.result_type(a, b)).eps) / 2
     k = a.shape[-1]
     gamma = k * u / (1 - k * u)
@@ -35,11 +31,9 @@ def small_integers(key: jax.Array, shape: tuple[int, ...], bound: int = 4) -> ja
 
 
 def orientation_report(emb: int = 64, vocab: int = 256, tokens: int = 32, seed: int = 0) -> dict:
-    """Build the head both ways from one seed and compare shapes, axes, outputs and gradients.
-
-    Small-integer inputs give exact sums, so the same bits; random floats differ at most by
-    :func:`dot_rounding_bound`, and whether they differ at all depends on the machine.
-    """
+    """Build the head both ways from one seed and compare shapes, axes, outputs and gradients:
+    small-integer inputs give exact sums, so the same bits; random floats differ at most by
+    :func:`dot_rounding_bound`, and whether they differ at all depends on the machine."""
 
     @jax.jit
     def output_and_weight_grad(head, x, cotangent):  # the gradient in [embed, vocab] order
@@ -80,7 +74,6 @@ def orientation_report(emb: int = 64, vocab: int = 256, tokens: int = 32, seed: 
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the two orientations side by side."""
     parser = Parser(__doc__)
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.add_argument("--emb", type=positive_int, default=64, help="embedding size")
     parser.add_argument("--vocab", type=positive_int, default=256, help="vocabulary size")
     parser.add_argument("--tokens", type=positive_int, default=32, help="tokens in the batch")

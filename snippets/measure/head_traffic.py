@@ -27,9 +27,8 @@ class HeadTraffic(TypedDict):
 
 
 def head_collectives(lowered: LoweredStep) -> HeadTraffic:
-    """The collectives of a compiled head step: op, shape and bytes each device sends per step
-    (a loop's weighted by its trips), their total, and those on the path from the
-    weight-gradient dot to the kernel's gradient."""
+    """A compiled head step's collectives (op, shape, bytes each device sends per step, a loop's
+    times its trips), their total, and those on the weight gradient's path to its output."""
     ops = collectives(lowered.compiled)
     found = [{"op": c.kind, "shape": c.shape, "bytes": round(c.bytes_per_step)} for c in ops]
     path = gradient_path(lowered.compiled, lowered.kernel_outputs, lowered.config.kernel_sizes)

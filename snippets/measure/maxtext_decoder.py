@@ -487,7 +487,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--mesh", choices=tuple(MESH_AXES), default=defaults.mesh)
     parser.add_argument("--causal", action="store_true", help="add the one-device causal control")
     parser.add_argument("--compiled", action="store_true", help="add each gradient's relayouts")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     with reported(args.debug):
         config = DecoderConfig(

@@ -1,15 +1,14 @@
 """What each shard mode lets you write: every capability check, run on an Explicit and an Auto mesh.
 
-Run ``python -m snippets modes [--check NAME ...] [--json]``. Each check's outcome per mode is
-``ok`` (``ok: ...`` where the check reads something: a type, a compiled module) or the error's
-type and whole message (:func:`message`), so a JAX release that changes one shows up as a
-changed string.
+Each check's outcome per mode is ``ok`` (``ok: ...`` where it reads a type or a compiled module)
+or the error's type and whole message (:func:`message`): a release that changes one shows.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import json
 import math
 import os
@@ -58,9 +57,6 @@ ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b")
 def message(error: BaseException) -> str:
     """The error's type and whole message, with source locations and addresses normalised.
 
-    Only two things change where the message does not: where the calling code sits
-    (``<source>``) and memory addresses (``0x...``).
-
     >>> message(ValueError("bad spec. This error occurs at source:  /a/b.py:3:7 (f)\\nmore"))
     'ValueError: bad spec. This error occurs at source:  <source> (f)\\nmore'
     """
@@ -100,8 +96,7 @@ def isolated_outcome(name: str, axis_type: AxisType) -> str:
 
 
 def aborted(returncode: int, stderr: str) -> str:
-    """The outcome of an interpreter that ended without one: how it ended and its last log line,
-    without a C++ log line's date, time and thread id.
+    """The outcome of an interpreter that ended without one: how it ended and its last log line.
 
     >>> aborted(-6, "F1201 22:30:11.527553    6585 hlo_sharding.cc:1004] Check failed\\n")
     'Aborted: signal SIGABRT: hlo_sharding.cc:1004] Check failed'
@@ -132,17 +127,13 @@ def dot_flops(hlo_text: str) -> int:
 def make_mesh_default(axis_type: AxisType) -> str:
     """What ``jax.make_mesh`` gives without ``axis_types``."""
     default = jax.make_mesh((4,), ("x",)).axis_types
-    if default == (axis_type,):
-        return "the default"
-    return f"needs axis_types=({axis_type},)"
+    return "the default" if default == (axis_type,) else f"needs axis_types=({axis_type},)"
 
 
 def mesh_default(axis_type: AxisType) -> str:
     """What ``jax.sharding.Mesh(devices, names)`` gives without ``axis_types`` (MaxText's call)."""
     default = Mesh(np.array(jax.devices()[:MESH_DEVICES]), ("x",)).axis_types
-    if default == (axis_type,):
-        return "the default"
-    return f"needs axis_types=({axis_type},)"
+    return "the default" if default == (axis_type,) else f"needs axis_types=({axis_type},)"
 
 
 def typed_sharding(axis_type: AxisType) -> str:
@@ -262,8 +253,7 @@ def pinned_module(axis_type: AxisType, shape: Sequence[int] = (2, 2)) -> str:
 
 def pinned_intermediate(axis_type: AxisType) -> str:
     """The pinned einsum's per-device dot FLOPs, from its compiled module."""
-    flops = dot_flops(pinned_module(axis_type))
-    return f"{flops:,} dot FLOPs per device"
+    return f"{dot_flops(pinned_module(axis_type)):,} dot FLOPs per device"
 
 
 def shard_map_check_vma(axis_type: AxisType) -> None:
@@ -569,8 +559,7 @@ def _double_per_shard() -> tuple[Callable, list]:
 
 
 def custom_partitioning_mesh(axis_type: AxisType) -> str:
-    """The axis types a ``custom_partitioning`` callback is given (compiling's outcome is the
-    next check's)."""
+    """The axis types a ``custom_partitioning`` callback is given (the next check compiles it)."""
     double, seen = _double_per_shard()
     with jax.set_mesh(mesh_of(axis_type)):
         x = jax.device_put(jnp.ones((8, 8)), P("x", None))
@@ -693,68 +682,22 @@ def model_check(name: str, fixes: Sequence[str]) -> Check:
 
 
 MODEL_CHECKS = {
-    "model_as_written": model_check("model_as_written", ()),
-    **{
-        f"model_plus_{fix}_fix": model_check(f"model_plus_{fix}_fix", FIXES[: n + 1])
-        for n, fix in enumerate(FIXES)
-    },
+    name: model_check(name, FIXES[:n])
+    for n, name in enumerate(["model_as_written", *(f"model_plus_{fix}_fix" for fix in FIXES)])
 }
 """FlaxLM as written for auto, then with each fix added to the ones before it."""
 
 
 CAPABILITY_CHECKS: dict[str, Check] = {
-    "make_mesh_default": make_mesh_default,
-    "mesh_default": mesh_default,
-    "typed_sharding": typed_sharding,
-    "constraint_mismatch": constraint_mismatch,
-    "constraint_match": constraint_match,
-    "constraint_without_set_mesh": constraint_without_set_mesh,
-    "unconstrained": unconstrained,
-    "unreduced": unreduced,
-    "reduced": reduced,
-    "doubly_sharded_einsum": doubly_sharded_einsum,
-    "sharded_contraction": sharded_contraction,
-    "out_sharding": out_sharding,
-    "mismatched_layout": mismatched_layout,
-    "pinned_intermediate": pinned_intermediate,
-    "shard_map_check_vma": shard_map_check_vma,
-    "mixed_mesh": mixed_mesh,
-    "mixed_mesh_unreduced": mixed_mesh_unreduced,
-    "auto_axes_keyword": auto_axes_keyword,
-    **MODEL_CHECKS,
-    "index_column": index_column,
-    "gather_rows": gather_rows,
-    "gather_rows_out_sharding": gather_rows_out_sharding,
-    "scatter_set": scatter_set,
-    "scatter_add": scatter_add,
-    "scatter_add_out_sharding": scatter_add_out_sharding,
-    "repeat": repeat,
-    "repeat_out_sharding": repeat_out_sharding,
-    "map_batch_size": map_batch_size,
-    "shard_map_some_axes": shard_map_some_axes,
-    "shard_map_closure": shard_map_closure,
-    "shard_map_closure_as_argument": shard_map_closure_as_argument,
-    "auto_axes_in_shard_map": auto_axes_in_shard_map,
-    "auto_axes_named_axes": auto_axes_named_axes,
-    "cond_branch_shardings": cond_branch_shardings,
-    "cond_branch_reshard": cond_branch_reshard,
-    "switch_mixed_operands": switch_mixed_operands,
-    "auto_axes_scan_grad": auto_axes_scan_grad,
-    "auto_axes_closure_scan_grad": auto_axes_closure_scan_grad,
-    "auto_axes_positional_scan_grad": auto_axes_positional_scan_grad,
-    "reshape_split_dim": reshape_split_dim,
-    "reshape_merge_split_dim": reshape_merge_split_dim,
-    "reshape_out_sharding": reshape_out_sharding,
-    "size_one_axis_concat": size_one_axis_concat,
-    "size_one_axis_out_sharding": size_one_axis_out_sharding,
-    "custom_partitioning_mesh": custom_partitioning_mesh,
-    "custom_partitioning_runs": custom_partitioning_runs,
-    "random_out_sharding": random_out_sharding,
-    "random_out_shardings": random_out_shardings,
-    "no_sharding_rule": no_sharding_rule,
-    "auto_axes_escape_hatch": auto_axes_escape_hatch,
-}
-"""Every check by the name the report, the tests and the version matrix use."""
+    name: value
+    for name, value in list(globals().items())
+    if inspect.isfunction(value)
+    and value.__module__ == __name__
+    and not name.startswith("_")
+    and list(inspect.signature(value).parameters) == ["axis_type"]
+} | MODEL_CHECKS
+"""Every check by the name the report, the tests and the version matrix use: each public function
+here that takes only ``axis_type``, in the order defined, then :data:`MODEL_CHECKS`."""
 
 
 ISOLATED = frozenset({"shard_map_closure"})
@@ -786,17 +729,14 @@ the state as the search index showed it that day. jax-ml/jax#33787 (scatter-add)
 
 def report(names: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
     """``{name: {"explicit": outcome, "auto": outcome}}`` for the named checks (default: all)."""
-    chosen = (
-        CAPABILITY_CHECKS if names is None else {name: CAPABILITY_CHECKS[name] for name in names}
-    )
     return {
         name: {
             mode: isolated_outcome(name, axis_type)
             if name in ISOLATED
-            else outcome(check, axis_type)
+            else outcome(CAPABILITY_CHECKS[name], axis_type)
             for mode, axis_type in SHARD_MODES.items()
         }
-        for name, check in chosen.items()
+        for name in names or CAPABILITY_CHECKS
     }
 
 
@@ -819,7 +759,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         metavar="NAME",
         help="run only NAME",
     )
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     with reported(args.debug):
         setup_devices(MESH_DEVICES)

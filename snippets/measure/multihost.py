@@ -1,7 +1,6 @@
 """Past one host: the LM-head step on a multi-process JAX cluster, compared with one process.
 
-``python -m snippets multihost [--processes N] [--local-devices D] [--timeout S] [--json]``;
-every wait has a deadline, and no worker outlives the process that started it.
+Every wait has a deadline, and no worker outlives the process that started it.
 """
 
 from __future__ import annotations
@@ -213,7 +212,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--local-devices", type=positive_int, default=2, help="devices per process")
     parser.add_argument("--timeout", type=positive_int, default=300, help="seconds a wait may take")
     parser.add_argument("--port", type=port_number, help="coordinator port (default: a free one)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker is not None:

@@ -1,7 +1,4 @@
-"""Reduce-scatter step by step: the lesson's 2x2 exchange, on N ranks, with its bytes counted twice.
-
-Run ``python -m snippets reduce_scatter [--ranks N | --threshold | --cost-model] [--json]``.
-"""
+"""Reduce-scatter step by step: the lesson's 2x2 exchange on N ranks, its bytes counted twice."""
 
 from __future__ import annotations
 
@@ -19,13 +16,7 @@ from snippets.hlo.collectives import collectives
 from snippets.hlo.counts import opcode_counts
 from snippets.measure import gradient_finish
 from snippets.measure.step_lowering import compiled_text
-from snippets.support.cli import (
-    Parser,
-    available_memory,
-    check_memory,
-    positive_int,
-    reported,
-)
+from snippets.support.cli import Parser, available_memory, check_memory, positive_int, reported
 from snippets.support.config import PositiveInt
 from snippets.support.tables import print_report
 
@@ -105,10 +96,8 @@ def walkthrough(
     b: np.ndarray = exchange.SEED_B,
     explicit: bool = True,
 ) -> dict:
-    """Every step of the exchange on ``ranks`` ranks, with results, checks and byte counts.
-
-    ``explicit=False`` leaves out :func:`explicit_mode` (it needs JAX 0.12).
-    """
+    """Every step of the exchange on ``ranks`` ranks, with results, checks and byte counts;
+    ``explicit=False`` leaves out :func:`explicit_mode` (it needs JAX 0.12)."""
     messages = schedule(rows=a.shape[0], cols=b.shape[1], ranks=ranks, itemsize=a.dtype.itemsize)
     mesh = exchange.contraction_mesh(ranks)
     blocks = exchange.split_contraction(a, b, mesh)
@@ -171,7 +160,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     what.add_argument("--ranks", type=positive_int, default=2, help="ranks (devices) to use")
     what.add_argument("--threshold", action="store_true", help="the TPU fusion rule's table")
     what.add_argument("--cost-model", action="store_true", help="TPU v5p cost model of the finish")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     with reported(args.debug):
         if args.threshold:

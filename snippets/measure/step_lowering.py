@@ -1,6 +1,5 @@
 """The guides' step lowered and compiled: its three program texts and XLA's per-pass dumps, and the
-command-line options every step command shares (``python -m snippets lowering``).
-"""
+command-line options every step command shares (``python -m snippets lowering``)."""
 
 from __future__ import annotations
 
@@ -101,7 +100,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--variant", choices=VARIANTS, default="EV")
     parser.add_argument("--dtype", choices=DTYPES, default="float32")
     parser.add_argument("--show", choices=PROGRAMS, help="print this program's text instead")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     with reported(args.debug):
         config = step_config(args, mode=args.mode, variant=args.variant, dtype=args.dtype)

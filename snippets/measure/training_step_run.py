@@ -1,6 +1,4 @@
-"""One step of :class:`snippets.one_training_step.SmallLM`, run as a CI job runs it
-(``python -m snippets one_training_step``).
-"""
+"""One step of :class:`snippets.one_training_step.SmallLM`, run as a CI job runs it."""
 
 from __future__ import annotations
 
@@ -17,7 +15,7 @@ from snippets.support.cli import Parser, positive_int, reported
 
 def main(argv: list[str] | None = None) -> None:
     """Build the model with ``--layers`` hidden layers and run one step; print its loss."""
-    parser = Parser(__doc__)
+    parser = Parser(__doc__, json_help=None)
     parser.add_argument("--layers", type=positive_int, default=2, help="hidden layers (2)")
     args = parser.parse_args(argv)
     with reported(args.debug):

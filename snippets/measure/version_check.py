@@ -311,10 +311,8 @@ def _run_breaks(results: Mapping, failed: Mapping) -> list[str]:
 
 
 def story_breaks(record: Record | FailedRelease) -> list[str]:
-    """What in one release's record contradicts the guides' argument (empty: the story holds).
-
-    Facts are read by name: a record without one is an error here, not a story that holds.
-    """
+    """What in one release's record contradicts the guides' argument (empty: the story holds);
+    facts are read by name, so a record without one is an error here, not a story that holds."""
     if "error" in record:
         return [f"did not run: {record['error']}"]
     results = record["results"]
@@ -359,7 +357,6 @@ def flat_facts(record: Record | FailedRelease) -> dict[str, object]:
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the facts for the installed JAX; exit 1 where they contradict the guides' story."""
     parser = Parser(__doc__)
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     from snippets.devices import MESH_DEVICES, setup_devices  # after parsing: no JAX in usage
 

@@ -16,11 +16,14 @@ class SetupError(RuntimeError):
 
 
 class Parser(argparse.ArgumentParser):
-    """An argument parser with ``--debug`` whose usage errors are one ``error:`` line, exit 2."""
+    """An argument parser with ``--debug`` and ``--json`` (unless ``json_help`` is None) whose
+    usage errors are one ``error:`` line, exit 2."""
 
-    def __init__(self, doc: str):
+    def __init__(self, doc: str, json_help: str | None = "print JSON instead of text"):
         super().__init__(description=doc.strip().splitlines()[0])
         self.add_argument("--debug", action="store_true", help="show the traceback of an error")
+        if json_help is not None:
+            self.add_argument("--json", action="store_true", help=json_help)
 
     def error(self, message: str) -> NoReturn:
         """Print one line naming the bad argument, then exit with status 2."""

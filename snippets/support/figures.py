@@ -138,10 +138,8 @@ GPU_PASS_ORDER = {"algsimp": "in spmd-simplify", "shardy-xla, then\nspmd-partiti
 
 
 def pass_window_figure(cpu_window: dict) -> DataFigure:
-    """Which runs first, the simplifier or the partitioner: CPU measured, TPU quoted, GPU from source.
-
-    Order only: the CPU's dump indices and the TPU's pass numbers are different units.
-    """
+    """Which runs first, the simplifier or the partitioner: CPU measured, TPU quoted, GPU from source
+    (order only: the CPU's dump indices and the TPU's pass numbers are different units)."""
     cpu = {
         cpu_window["partitioner_pass"]: f"dump {cpu_window['first_spmd_partitioner']}",
         "algsimp": f"dump {cpu_window['first_algsimp']}",

@@ -1,7 +1,5 @@
-"""Timing on a shared machine: runs interleaved round by round, ratios within a round, a verdict.
-
-A slow moment falls on every run of its round alike, and cancels in the round's ratios.
-"""
+"""Timing on a shared machine: runs interleaved round by round, so that a slow moment falls on
+every run of its round alike and cancels in the round's ratios; and a verdict on the range."""
 
 from __future__ import annotations
 
