@@ -88,12 +88,6 @@ class DenseGeneral(nnx.Module):
         else:
             self.bias = nnx.data(None)  # as Flax's LinearGeneral: no bias, nothing built
 
-    @property
-    def contract_axes(self) -> tuple[int, ...]:
-        """The kernel axes the input is contracted with: leading, or trailing when transposed."""
-        n_in, n_out = len(self.in_features), len(self.out_features)
-        return tuple(range(n_out, n_out + n_in)) if self.kernel_transposed else tuple(range(n_in))
-
     def __call__(
         self,
         inputs: jax.Array,
@@ -119,7 +113,8 @@ class DenseGeneral(nnx.Module):
             kernel = kernel[..., begin:end]
             bias = None if bias is None else bias[..., begin:end]
         inputs, kernel, bias = promote_dtype((inputs, kernel, bias))
-        dimensions = ((axis, self.contract_axes), ((), ()))
+        in_axes = tuple(map(self.kernel_permutation.index, range(len(axis))))  # where stored
+        dimensions = ((axis, in_axes), ((), ()))
         out = self.dot_general(inputs, kernel, dimensions, out_sharding=out_sharding)
         return out if bias is None else out + bias
 

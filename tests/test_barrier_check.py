@@ -267,14 +267,6 @@ def test_the_console_script_and_python_dash_m_give_the_same_output_and_status(fi
     dump = str(files[mode]["dump"])
     commands = {
         "console script": [*console_script(), dump],
-        "python -m snippets barrier --hlo": [
-            sys.executable,
-            "-m",
-            "snippets",
-            "barrier",
-            "--hlo",
-            dump,
-        ],
         "python -m snippets find-barriers": [
             sys.executable,
             "-m",

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 import jax
 
 from snippets.devices import setup_devices
-from snippets.hlo import check
 from snippets.hlo.collectives import collectives
 from snippets.hlo.counts import kernel_order_dots, relayouts, sharding_call_count
 from snippets.hlo.dumps import pass_order
@@ -188,11 +187,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--optimizer", choices=OPTIMIZERS, default="none", help="add AdamW; count its relayouts"
     )
-    parser.add_argument("--hlo", nargs="+", metavar="FILE", help="check HLO text files instead")
     args = parser.parse_args(argv)
-    if args.hlo:  # the same check as find-barriers FILE ... (snippets.hlo.check)
-        check.run(args.hlo, "json" if args.json else "text", args.debug)
-        return
     with reported(args.debug):
         base = step_config(args, steps=2, optimizer=args.optimizer)
         setup_devices(base.devices)
