@@ -6,7 +6,7 @@ import pytest
 
 from snippets.hlo.program import read_hlo
 from snippets.hlo.sites import TransposeSite, find_sites, transpose_of_dot_sites
-from snippets.hlo.stablehlo import StableHLOProgram, read_stablehlo
+from snippets.hlo.stablehlo import StableHLOProgram
 from snippets.lowering import StepConfig, build_step
 from snippets.measure.maxtext_decoder import DecoderConfig, lower_decoder
 
@@ -27,7 +27,7 @@ def facts(site: TransposeSite) -> tuple:
 
 def both_readings(lowered: jax.stages.Lowered) -> tuple[list[tuple], list[tuple]]:
     """The sites read from the StableHLO module, and from the HLO text XLA converts it to."""
-    from_stablehlo = find_sites(read_stablehlo(lowered.compiler_ir()))
+    from_stablehlo = find_sites(StableHLOProgram(lowered.compiler_ir()))
     from_text = transpose_of_dot_sites(lowered.as_text(dialect="hlo", debug_info=True))
     return [facts(site) for site in from_stablehlo], [facts(site) for site in from_text]
 
@@ -79,8 +79,7 @@ def test_the_stablehlo_reading_makes_records_only_for_what_it_reaches():
     lowered = jax.jit(jax.grad(lambda w, x: jnp.sin(x @ w).sum())).lower(
         jnp.ones((3, 4)), jnp.ones((2, 3))
     )
-    program = read_stablehlo(lowered.compiler_ir())
-    assert isinstance(program, StableHLOProgram)
+    program = StableHLOProgram(lowered.compiler_ir())
     (site,) = find_sites(program)
     assert site.between == ()
     operations = str(lowered.compiler_ir()).count(" = ")
@@ -102,7 +101,7 @@ def test_a_function_called_in_a_loop_and_twice_outside_runs_five_times_both_ways
 def test_a_value_entering_a_loop_goes_through_its_state_tuple_both_ways():
     lowered = jax.jit(loops).lower(jnp.ones((4, 4)), 5)
     text = read_hlo(lowered.as_text(dialect="hlo"))
-    for program in (read_stablehlo(lowered.compiler_ir()), text):
+    for program in (StableHLOProgram(lowered.compiler_ir()), text):
         for index in (0, 1):  # x and n: each a part of a loop's state
             ((state, _),) = program.users(program.parameter(program.entry, index))
             assert state.opcode == "tuple"

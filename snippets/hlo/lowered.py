@@ -9,7 +9,7 @@ import dataclasses
 import jax
 
 from snippets.hlo.sites import TransposeSite, find_sites
-from snippets.hlo.stablehlo import read_stablehlo
+from snippets.hlo.stablehlo import StableHLOProgram
 
 
 def output_name(path: tuple) -> str:
@@ -42,5 +42,5 @@ def find_barriers(lowered: jax.stages.Lowered) -> list[TransposeSite]:
         dataclasses.replace(
             site, output=names[site.output] if isinstance(site.output, int) else site.output
         )
-        for site in find_sites(read_stablehlo(lowered.compiler_ir()))
+        for site in find_sites(StableHLOProgram(lowered.compiler_ir()))
     ]

@@ -67,9 +67,10 @@ class _OnDemand(Mapping):
 
 
 class StableHLOProgram:
-    """A StableHLO module as the :class:`~snippets.hlo.program.Program` the site finder reads, laid
-    out as XLA's conversion to HLO lays it out (several results a tuple and one element each, a
-    loop's state one tuple, a region a computation); records hold only what the readers use."""
+    """A StableHLO module (``lowered.compiler_ir()``) as the :class:`~snippets.hlo.program.Program`
+    the site finder reads, its entry the function ``main``, laid out as XLA's conversion to HLO
+    lays it out (several results a tuple and one element each, a loop's state one tuple, a region
+    a computation); records hold only what the readers use."""
 
     def __init__(self, module: Any) -> None:
         self.entry = "main"
@@ -356,9 +357,3 @@ def _details(op: Any, opcode: str, operands: tuple, shape: Callable) -> tuple[st
     custom = op.name == "stablehlo.custom_call"  # the one detailed opcode left: a custom call
     target = op.attributes["call_target_name"] if custom else '"Sharding"'
     return opcode, operands, f", custom_call_target={target}"
-
-
-def read_stablehlo(module: Any) -> StableHLOProgram:
-    """A StableHLO module (``lowered.compiler_ir()``) as a program for the site finder, without
-    printing or parsing text; its entry is the function ``main``."""
-    return StableHLOProgram(module)
