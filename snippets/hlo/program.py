@@ -185,8 +185,6 @@ class HloProgram(Program):
         return found
 
     def users(self, value: Value) -> list[tuple[Instruction, int]]:
-        """The instructions that read ``value``, each with the operand it reads it as; a
-        ``get-tuple-element`` reads ``(tuple, index)``, not the whole tuple."""
         return self._users.get(value, [])
 
     @functools.cached_property
