@@ -139,8 +139,6 @@ def barrier_report(base: StepConfig) -> dict:
             run["gradient_relayouts_without_optimizer"] = row["without"]
             run["relayouts_added_by_optimizer"] = run["gradient_relayouts"] - row["without"]
     explicit_ev = base.replace(mode="explicit", variant="EV", optimizer="none")
-    logits_pin = logits_pin_diff(explicit_ev)
-    single = single_device_control(explicit_ev)
     return {
         **{k: v for k, v in describe_devices().items() if k in ("backend", "device_kind")},
         "devices": base.devices,
@@ -148,10 +146,8 @@ def barrier_report(base: StepConfig) -> dict:
         "sizes": {"emb": base.emb, "vocab": base.vocab, "batch": base.batch, "seq": base.seq},
         "pass_order": pass_window(explicit_ev),
         "runs": runs,
-        "logits_pin_diff_lines": len(logits_pin["lines"]),
-        "logits_pin": logits_pin,
-        "single_device_folded": single["folded"],
-        "single_device": single,
+        "logits_pin": logits_pin_diff(explicit_ev),
+        "single_device": single_device_control(explicit_ev),
         "lowered_for": lowered_for(explicit_ev),
     } | ({"head_traffic": head_traffic(base)} if "fsdp" in base.axes else {})
 

@@ -184,7 +184,7 @@ def barrier_facts() -> BarrierFacts:
         backend=report["backend"],
         runs=runs,
         partitioner_first=report["pass_order"]["partitioner_first"],
-        single_device_folded=report["single_device_folded"],
+        single_device_folded=report["single_device"]["folded"],
     )
 
 
