@@ -11,7 +11,6 @@ import functools
 import inspect
 import json
 import math
-import os
 import re
 import signal
 import subprocess
@@ -86,10 +85,8 @@ def isolated_outcome(name: str, axis_type: AxisType) -> str:
         "check, axis_type = modes.CAPABILITY_CHECKS[sys.argv[1]], modes.AxisType[sys.argv[2]]; "
         "print(json.dumps(modes.outcome(check, axis_type)))"
     )
-    paths = [str(_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = os.environ | {"PYTHONPATH": os.pathsep.join(paths)}
     command = [sys.executable, "-c", code, name, axis_type.name]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    result = subprocess.run(command, capture_output=True, text=True, cwd=_ROOT, check=False)
     if result.returncode == 0:
         return json.loads(result.stdout.splitlines()[-1])
     return aborted(result.returncode, result.stderr)
