@@ -13,9 +13,9 @@ def _called(inst: Instruction, comps: dict[str, list[Instruction]]) -> list[Inst
     return list(dict.fromkeys(deeper for i in inside for deeper in (i, *_called(i, comps))))
 
 
-def _entry(hlo_text: str, outputs: tuple[int, ...]) -> tuple[dict, dict[str, Instruction], list]:
+def entry_at(hlo_text: str, outputs: tuple[int, ...]) -> tuple[dict, dict[str, Instruction], list]:
     """The module's computations, its entry's instructions by name, and the operands of the
-    entry's root at ``outputs``: where both walks start."""
+    entry's root at ``outputs`` (the values a walk back starts from)."""
     comps, entry, root = computations(hlo_text)
     by_name = {inst.name: inst for inst in comps.get(entry, [])}
     if root not in by_name:
@@ -28,7 +28,7 @@ def kernel_relayouts(
 ) -> dict[Instruction, list[Instruction]]:
     """The entry's instructions that are, or contain, transposes and copies, with those, walking
     back from the root's ``outputs`` to the weight-gradient dot as :func:`gradient_path` does."""
-    comps, by_name, pending = _entry(hlo_text, outputs)
+    comps, by_name, pending = entry_at(hlo_text, outputs)
     seen: set[str] = set()
     found = {}
     while pending:
@@ -58,7 +58,7 @@ def gradient_path(
     """The entry's instructions from the root's ``outputs`` back to the dots that make them, through
     operands of a size in ``kernel_elements`` (so a same-shaped array on another path, an embedding
     table, stays out); a fusion holding the dot and a whole tuple's collective included."""
-    comps, by_name, pending = _entry(hlo_text, outputs)
+    comps, by_name, pending = entry_at(hlo_text, outputs)
     seen, path = set(), []
     while pending:
         inst = by_name.get(pending.pop())

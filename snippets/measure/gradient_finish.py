@@ -12,7 +12,7 @@ from pydantic import validate_call
 from snippets.collective_cost import FINISHES, finish_cost, predict
 from snippets.devices import ShardMode
 from snippets.hlo.collectives import collectives
-from snippets.hlo.program import computations
+from snippets.hlo.gradients import entry_at
 from snippets.hlo.shapes import DTYPE_BYTES, array_shapes, elements
 from snippets.lowering import MESH_AXES, MeshName, StepConfig
 from snippets.measure.step_lowering import lower_step
@@ -31,10 +31,8 @@ def lm_head_gradient_finish(mesh: MeshName, mode: ShardMode = "explicit") -> dic
     shape, collectives, and the dynamic-slices that cut a shard of that size."""
     config = StepConfig(mesh=mesh, mode=mode)
     lowered = lower_step(config)
-    comps, entry, root = computations(lowered.compiled)
-    by_name = {inst.name: inst for inst in comps[entry]}
-    (position,) = lowered.kernel_outputs
-    ((_, gradient),) = array_shapes(by_name[by_name[root].operands[position]].shape)
+    comps, by_name, (output,) = entry_at(lowered.compiled, lowered.kernel_outputs)
+    ((_, gradient),) = array_shapes(by_name[output].shape)
     slices = [
         inst.shape
         for insts in comps.values()
