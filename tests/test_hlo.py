@@ -10,7 +10,7 @@ from snippets.hlo.collectives import collectives, group_size
 from snippets.hlo.counts import opcode_counts, relayouts, sharding_call_count
 from snippets.hlo.dumps import pass_order
 from snippets.hlo.gradients import _called, kernel_relayouts
-from snippets.hlo.program import computations, instructions, parse_instruction, read_hlo
+from snippets.hlo.program import instructions, parse_instruction, read_hlo
 from snippets.hlo.shapes import shape_bytes
 from snippets.hlo.sites import transpose_of_dot_sites
 from tests.hlo_fixtures import SITES
@@ -277,9 +277,9 @@ ENTRY %main (x: f32[4]) -> (f32[], f32[]) {
 
 
 def test_a_computation_called_twice_is_read_once():
-    comps, entry, _ = computations(SHARED_CALLEE)
-    fusion = next(inst for inst in comps[entry] if inst.opcode == "fusion")
-    assert [inst.name for inst in _called(fusion, comps)] == [
+    program = read_hlo(SHARED_CALLEE)
+    fusion = next(inst for inst in program.computations["main"] if inst.opcode == "fusion")
+    assert [inst.name for inst in _called(fusion, program.computations)] == [
         "p",
         "c",
         "r1",

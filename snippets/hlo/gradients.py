@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from snippets.hlo.program import Instruction, callees, computations, tuple_index
+from snippets.hlo.program import Instruction, callees, read_hlo, tuple_index
 from snippets.hlo.shapes import elements_of
 
 
@@ -16,11 +16,11 @@ def _called(inst: Instruction, comps: dict[str, list[Instruction]]) -> list[Inst
 def entry_at(hlo_text: str, outputs: tuple[int, ...]) -> tuple[dict, dict[str, Instruction], list]:
     """The module's computations, its entry's instructions by name, and the operands of the
     entry's root at ``outputs`` (the values a walk back starts from)."""
-    comps, entry, root = computations(hlo_text)
-    by_name = {inst.name: inst for inst in comps.get(entry, [])}
-    if root not in by_name:
+    program = read_hlo(hlo_text)
+    by_name = {inst.name: inst for inst in program.computations.get(program.entry, [])}
+    if not program.entry or (root := program.roots.get(program.entry)) not in by_name:
         raise ValueError("No entry computation with a ROOT instruction in this HLO text.")
-    return comps, by_name, [by_name[root].operands[index] for index in outputs]
+    return program.computations, by_name, [by_name[root].operands[index] for index in outputs]
 
 
 def kernel_relayouts(

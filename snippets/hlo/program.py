@@ -296,13 +296,6 @@ def _stacks(tables: dict[str, dict[int, str]]) -> dict[int, tuple[str, ...]]:
     return {key: chain(key) for key in frames}
 
 
-def computations(hlo_text: str) -> tuple[dict[str, list[Instruction]], str, str]:
-    """Each computation's instructions by name, the entry computation's name and its root's name."""
-    program = read_hlo(hlo_text)
-    found = {name: insts for name, insts in program.computations.items() if name}
-    return found, program.entry, program.roots.get(program.entry, "") if program.entry else ""
-
-
 def is_sharding_call(inst: Instruction) -> bool:
     """Whether ``inst`` is the ``Sharding`` custom call that sharding-in-types lowering emits."""
     return inst.opcode == "custom-call" and 'custom_call_target="Sharding"' in inst.attributes

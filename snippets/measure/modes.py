@@ -30,7 +30,7 @@ from jax.sharding import PartitionSpec as P
 
 from snippets.devices import MESH_DEVICES, SHARD_MODES, make_mesh, setup_devices
 from snippets.hlo.collectives import collectives
-from snippets.hlo.program import attribute_dims, computations
+from snippets.hlo.program import attribute_dims, read_hlo
 from snippets.hlo.shapes import array_shapes, elements
 from snippets.measure.step_lowering import compiled_text
 from snippets.support.cli import Parser, reported
@@ -106,7 +106,7 @@ def aborted(returncode: int, stderr: str) -> str:
 def dot_flops(hlo_text: str) -> int:
     """Per-device FLOPs of a compiled module's dots: 2 x result elements x contracted size."""
     total = 0
-    for body in computations(hlo_text)[0].values():
+    for body in read_hlo(hlo_text).computations.values():
         shapes = {inst.name: inst.shape for inst in body}
         for inst in body:
             if inst.opcode != "dot":
