@@ -58,10 +58,9 @@ def lower_built(step: Step, dump_passes: bool = False) -> LoweredStep:
         options = {"xla_dump_to": directory, "xla_dump_hlo_pass_re": ".*"} if dump_passes else None
         compiled = compiled_text(lowered.compile(compiler_options=options))
         dumps = read_pass_dumps(directory)  # none without dump_passes
-    hlo = hlo_text(lowered)
     names = output_names(lowered)  # head.kernel, 0.mu.head.kernel (an Adam moment), 0.kernel
     kernel = tuple(i for i, name in enumerate(names) if name.endswith("kernel"))  # its only one
-    return LoweredStep(step.config, lowered.as_text(), hlo, compiled, dumps, kernel)
+    return LoweredStep(step.config, lowered.as_text(), hlo_text(lowered), compiled, dumps, kernel)
 
 
 def lower_step(config: StepConfig, dump_passes: bool = False) -> LoweredStep:
