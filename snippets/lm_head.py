@@ -38,11 +38,20 @@ def canonical_tuple(value: int | Iterable[int]) -> tuple[int, ...]:
 
 
 class DenseGeneral(nnx.Module):
-    """A dense layer contracting the input axes ``axis`` (one per in_feature); the LM-head fixes
-    are its options. ``kernel_axes`` names the kernel's logical axes, ``in..., out...`` in either
-    orientation; ``kernel_transposed`` stores it ``[out..., in...]`` (the PR's fix); ``dot_general``
-    is the product, of ``lax.dot_general``'s signature (as Flax's ``LinearGeneral``), and a
-    :data:`KERNEL_ORDER` one writes the weight gradient in kernel order (the doc's fix)."""
+    """A dense layer over one or more input axes; the LM-head fixes are its options.
+
+    Args:
+      in_features: sizes of the contracted input axes.
+      out_features: sizes of the output axes.
+      axis: the input axes to contract, one per in_feature.
+      kernel_axes: logical names of the kernel axes, ``in..., out...`` in either orientation.
+      use_bias: add a bias over the output axes.
+      param_dtype: dtype of the parameters.
+      kernel_transposed: store the kernel ``[out..., in...]`` (the PR's fix).
+      dot_general: the product, of ``lax.dot_general``'s signature (as Flax's ``LinearGeneral``);
+        a :data:`KERNEL_ORDER` one writes the weight gradient in kernel order, the doc's fix.
+      rngs: the random streams that initialise the kernel.
+    """
 
     def __init__(
         self,

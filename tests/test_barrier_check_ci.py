@@ -185,6 +185,11 @@ BAD = {
         ["not a baseline (not JSON"],
     ),
     "unknown format": (lambda d, tmp: d["two"], ["--format", "xml"], ["argument --format"]),
+    "--json with another format": (
+        lambda d, tmp: d["two"],
+        ["--json", "--format", "sarif"],
+        ["--json is --format json", "drop --json or --format sarif"],
+    ),
     "baseline in a missing folder": (
         lambda d, tmp: d["two"],
         ["--write-baseline", "/nonexistent/folder/baseline.json"],

@@ -76,6 +76,7 @@ HUGE = "1000000000"
         (step_lowering.main, ["--dtype", "int8"], ["argument --dtype", "invalid choice: 'int8'"]),
         (step_lowering.main, ["--variant", "EVV"], ["argument --variant", "invalid choice: 'EVV'"]),
         (step_lowering.main, ["--batch", "6"], ["batch 6 does not divide over the 4 devices"]),
+        (step_lowering.main, ["--show", "hlo", "--json"], ["--show prints", "drop --json"]),
         (
             step_lowering.main,
             ["--variant", "vocab-parallel"],

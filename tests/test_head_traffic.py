@@ -13,6 +13,8 @@ from snippets.measure.step_lowering import lower_step
 
 WIDE_VOCAB = StepConfig(mesh="fsdp", emb=64, vocab=8192, batch=8, seq=16)
 """8192 vocab entries against 128 tokens: the vocab-parallel head should move far less."""
+MANY_TOKENS = StepConfig(mesh="fsdp", emb=64, vocab=256, batch=64, seq=128)
+"""8192 tokens against 256 entries: the default orientation should move less."""
 
 
 VARIANTS = ("EV", "vocab-parallel")
@@ -20,9 +22,10 @@ VARIANTS = ("EV", "vocab-parallel")
 
 @pytest.fixture(scope="module")
 def traffic(built_site) -> dict:
-    """``head_traffic`` of ``WIDE_VOCAB`` on both meshes (``wide``), and on the fsdp mesh of
-    8,192 tokens against 256 entries, where the default orientation should move less (``many``)."""
-    return built_site.glued("shard_mode_performance", "head_traffic")
+    """``head_traffic`` of ``WIDE_VOCAB`` on both meshes (``wide``) and of ``MANY_TOKENS``."""
+    glued = built_site.glued("shard_mode_performance", "head_traffic")
+    assert glued["configs"] == [WIDE_VOCAB.model_dump(), MANY_TOKENS.model_dump()]
+    return glued
 
 
 @pytest.fixture(scope="module")

@@ -70,6 +70,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--baseline", metavar="FILE", help="accept the blocked sites in FILE")
     parser.add_argument("--write-baseline", metavar="FILE", help="record today's blocked sites")
     args = parser.parse_args(argv)
+    if args.json and args.format not in ("text", "json"):
+        parser.error(f"--json is --format json: drop --json or --format {args.format}")
     run(
         args.paths,
         "json" if args.json else args.format,

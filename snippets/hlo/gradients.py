@@ -26,8 +26,9 @@ def entry_at(hlo_text: str, outputs: tuple[int, ...]) -> tuple[dict, dict[str, I
 def kernel_relayouts(
     hlo_text: str, outputs: tuple[int, ...], kernel_elements: set[int]
 ) -> dict[Instruction, list[Instruction]]:
-    """The entry's instructions that are, or contain, transposes and copies, with those, walking
-    back from the root's ``outputs`` to the weight-gradient dot as :func:`gradient_path` does."""
+    """The entry's instructions between a weight-gradient dot and the root's ``outputs`` that are,
+    or contain, transposes and copies, with those; walks back through operands of a size in
+    ``kernel_elements``, so a same-shaped array on another path (an embedding table) stays out."""
     comps, by_name, pending = entry_at(hlo_text, outputs)
     seen: set[str] = set()
     found = {}

@@ -127,7 +127,8 @@ class Program(Protocol):
         """``(computation, instruction)`` of each instruction that calls ``computation``."""
 
     def users(self, value: Value) -> list[tuple[Instruction, int]]:
-        """The instructions that read ``value``, each with the operand it reads it as."""
+        """The instructions that read ``value``, each with the operand it reads it as; a
+        ``get-tuple-element`` reads ``(tuple, index)``, not the whole tuple."""
 
     def op_name(self, inst: Instruction) -> str | None:
         """``inst``'s ``op_name`` metadata, None where it has none."""

@@ -1,5 +1,6 @@
-"""The HLO barrier, measured: every (shard mode x head variant) lowered and read, on CPU only (the
-causal control); :func:`barrier_report` lists what ``python -m snippets barrier`` prints."""
+"""The HLO barrier, measured: every (shard mode x head variant) lowered and read.
+
+:func:`barrier_report` lists what ``python -m snippets barrier`` prints (the causal control: CPU)."""
 
 from __future__ import annotations
 

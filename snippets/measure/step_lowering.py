@@ -69,8 +69,6 @@ def lower_step(config: StepConfig, dump_passes: bool = False) -> LoweredStep:
 
 
 SIZE_FIELDS = ("devices", "emb", "vocab", "batch", "seq")
-
-
 PROGRAMS = ("stablehlo", "hlo", "compiled")
 
 
@@ -100,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--dtype", choices=DTYPES, default="float32")
     parser.add_argument("--show", choices=PROGRAMS, help="print this program's text instead")
     args = parser.parse_args(argv)
+    if args.show and args.json:
+        parser.error("--show prints a program's text, not JSON: drop --json or --show")
     with reported(args.debug):
         config = step_config(args, mode=args.mode, variant=args.variant, dtype=args.dtype)
         setup_devices(config.devices)

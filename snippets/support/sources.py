@@ -17,7 +17,6 @@ SOURCE_TPU_RESULTS = [
 MaxText pull request that added ``lm_head_kernel_transposed``: explicit before (``[E,V]``) and
 after (``[V,E]``) its fix."""
 
-
 TPU_PASS_WINDOW = {
     "algsimp": "passes 0008-0009",
     "xla-partitioner /\nshardy-xla": "passes 0012-0016",
