@@ -208,11 +208,11 @@ def port_number(text: str) -> int:
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the comparison (or, with ``--worker``, be one process of the cluster)."""
     parser = Parser(__doc__)
+    parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--processes", type=positive_int, default=2, help="worker processes")
     parser.add_argument("--local-devices", type=positive_int, default=2, help="devices per process")
     parser.add_argument("--timeout", type=positive_int, default=300, help="seconds a wait may take")
     parser.add_argument("--port", type=port_number, help="coordinator port (default: a free one)")
-    parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker is not None:
         threading.Thread(target=exit_with_parent, daemon=True).start()
