@@ -69,14 +69,15 @@ class _Flow:
         """Whether operand ``index`` of ``call`` reaches its computation's root."""
         if (call.name, index) not in self.through:
             (callee,) = callees(call)
-            pending, seen = [self.program.parameter(callee, index)], set()
+            pending: list = [self.program.parameter(callee, index)]  # as onward's: any value
+            seen = set()
             while pending:  # within the callee only
                 value = pending.pop()
+                name = value[0] if isinstance(value, tuple) else value  # an int is an output
                 if (
                     value not in seen
-                    and isinstance(value, str | tuple)  # an int is an output
-                    and self.program.owner[value[0] if isinstance(value, tuple) else value]
-                    == callee
+                    and isinstance(name, str)
+                    and self.program.owner[name] == callee
                 ):
                     pending += self.onward(value)
                 seen.add(value)
