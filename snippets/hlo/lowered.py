@@ -23,9 +23,7 @@ def output_name(path: tuple) -> str:
         return "result" + jax.tree_util.keystr(tuple(keys))
     if isinstance(keys[0], jax.tree_util.SequenceKey):
         keys.pop(0)
-    return ".".join(
-        str(getattr(key, "key", getattr(key, "name", getattr(key, "idx", key)))) for key in keys
-    )
+    return jax.tree_util.keystr(tuple(keys), simple=True, separator=".")
 
 
 def output_names(lowered: jax.stages.Lowered) -> list[str]:
