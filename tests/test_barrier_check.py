@@ -11,9 +11,9 @@ import jax.numpy as jnp
 import jsonschema
 import pytest
 
+from find_barriers.sites import find_sites
 from snippets.hlo import check as barrier_check
-from snippets.hlo.lowered import find_barriers, output_names
-from snippets.hlo.sites import find_sites
+from snippets.hlo.lowered import lowered_sites, output_names
 from snippets.lowering import StepConfig, build_step
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,7 +25,7 @@ PARAMETER = "model.head.kernel.value"
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The guides' step in each mode: XLA:CPU's own dumps (text and proto), its HLO lowered for
-    TPU, its StableHLO text, and the ``find_barriers`` of the same lowering."""
+    TPU, its StableHLO text, and the ``lowered_sites`` of the same lowering."""
     found: dict = {}
     for mode in ("explicit", "auto"):
         out = tmp_path_factory.mktemp(mode)
@@ -47,7 +47,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict:
             "after": next(out.glob("module_*after_optimizations.txt")),
             "tpu": out / "tpu.hlo.txt",
             "mlir": out / "step.mlir",
-            "sites": find_barriers(lowered),
+            "sites": lowered_sites(lowered),
             "outputs": output_names(lowered),
         }
     return found

@@ -6,14 +6,14 @@ import inspect
 import jax
 import jax.numpy as jnp
 import pytest
+from find_barriers.provenance import readable, user_frame
 from flax import nnx
 
-from snippets.hlo.loops import run_counts
-from snippets.hlo.lowered import find_barriers, output_name
-from snippets.hlo.outputs import outputs_reached
-from snippets.hlo.program import read_hlo
-from snippets.hlo.provenance import readable, user_frame
-from snippets.hlo.sites import TransposeSite, transpose_of_dot_sites
+from find_barriers.loops import run_counts
+from find_barriers.outputs import outputs_reached
+from find_barriers.program import read_hlo
+from find_barriers.sites import TransposeSite, find_sites
+from snippets.hlo.lowered import lowered_sites, output_name
 from snippets.lowering import StepConfig, build_step
 from tests.hlo_fixtures import SITES
 
@@ -62,7 +62,7 @@ ENTRY main {
 
 
 def test_sites_carry_the_dot_shape_op_name_source_and_output():
-    sites = {site.transpose: site for site in transpose_of_dot_sites(SITES)}
+    sites = {site.transpose: site for site in find_sites(read_hlo(SITES))}
     assert set(sites) == {"t1", "t2", "t3", "t6"}
     assert sites["t2"].dot_shape == "f32[32,16]"  # shapes without layouts
     assert sites["t2"].op_name == "jit(step)/dot_general"
@@ -93,16 +93,16 @@ def test_outputs_are_followed_through_a_loop_body_and_the_call_that_stacks_them(
 
 
 def test_a_site_in_a_loop_runs_once_per_trip_read_from_the_loop_condition():
-    (site,) = transpose_of_dot_sites(LOOP)
+    (site,) = find_sites(read_hlo(LOOP))
     assert site.trips == 2  # the counter starts at 0, steps by 1, runs while below 2
     assert str(site).endswith("x2 per run (in a loop)")
-    assert transpose_of_dot_sites(LOOP.replace("constant(2)", "constant(7)"))[0].trips == 7
-    assert transpose_of_dot_sites(LOOP.replace("direction=LT", "direction=LE"))[0].trips == 3
+    assert find_sites(read_hlo(LOOP.replace("constant(2)", "constant(7)")))[0].trips == 7
+    assert find_sites(read_hlo(LOOP.replace("direction=LT", "direction=LE")))[0].trips == 3
     known = LOOP.replace("body=body", 'body=body, backend_config={"known_trip_count":{"n":"9"}}')
-    assert transpose_of_dot_sites(known)[0].trips == 9  # what XLA wrote wins
+    assert find_sites(read_hlo(known))[0].trips == 9  # what XLA wrote wins
     unknown = LOOP.replace("compare(i, two)", "compare(i, i)")  # no constant bound
-    assert transpose_of_dot_sites(unknown)[0].trips is None
-    assert "x? per run (in a loop)" in str(transpose_of_dot_sites(unknown)[0])
+    assert find_sites(read_hlo(unknown))[0].trips is None
+    assert "x? per run (in a loop)" in str(find_sites(read_hlo(unknown))[0])
 
 
 def test_a_loops_condition_runs_once_more_than_its_body():
@@ -121,7 +121,7 @@ def test_output_names_read_as_a_reader_writes_the_parameter():
 
 
 def test_a_call_that_does_not_pass_the_value_on_is_not_followed():
-    (site,) = transpose_of_dot_sites(LOOP)
+    (site,) = find_sites(read_hlo(LOOP))
     assert site.transpose == "t"
     assert site.output == 0
     changed = LOOP.replace("call(stack, t, i)", "call(stack, stack, i)")
@@ -133,7 +133,7 @@ def test_find_barriers_on_a_plain_gradient():
     lowered = jax.jit(jax.grad(lambda w, x: (x @ w).sum())).lower(
         jnp.ones((3, 4)), jnp.ones((2, 3))
     )
-    (site,) = find_barriers(lowered)
+    (site,) = lowered_sites(lowered)
     assert (site.chain, site.between) == ("dot f32[4,3] -> transpose f32[3,4]", ())
     assert site.output == "result"
     assert not site.blocked
@@ -146,7 +146,7 @@ def test_find_barriers_on_a_plain_gradient():
 
 def test_find_barriers_finds_nothing_in_a_program_without_a_site():
     assert (
-        find_barriers(jax.jit(lambda a, b: a @ b).lower(jnp.ones((2, 3)), jnp.ones((3, 4)))) == []
+        lowered_sites(jax.jit(lambda a, b: a @ b).lower(jnp.ones((2, 3)), jnp.ones((3, 4)))) == []
     )
 
 
@@ -154,7 +154,7 @@ def test_find_barriers_finds_nothing_in_a_program_without_a_site():
 @pytest.mark.parametrize(("mode", "between"), [("explicit", ("Sharding",)), ("auto", ())])
 def test_find_barriers_on_the_guides_step(mode, between):
     lowered = build_step(StepConfig(mode=mode, devices=4)).lower()
-    (site,) = find_barriers(lowered)
+    (site,) = lowered_sites(lowered)
     assert (site.dot_shape, site.shape) == ("f32[256,64]", "f32[64,256]")
     assert site.between == between
     assert site.blocked == bool(between)

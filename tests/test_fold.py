@@ -5,9 +5,9 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from snippets.hlo.program import instructions
-from snippets.hlo.shapes import array_shapes
-from snippets.hlo.sites import transpose_of_dot_sites
+from find_barriers.program import instructions, read_hlo
+from find_barriers.shapes import array_shapes
+from find_barriers.sites import find_sites
 from tests.hlo_fixtures import SITES
 
 
@@ -39,7 +39,7 @@ PROGRAMS = {
 def test_the_rule_predicts_what_xla_cpu_does_on_one_device(name):
     function, shapes, verdict = PROGRAMS[name]
     lowered = jax.jit(function).lower(*(jnp.ones(shape) for shape in shapes))  # one device
-    (site,) = transpose_of_dot_sites(lowered.as_text(dialect="hlo"))
+    (site,) = find_sites(read_hlo(lowered.as_text(dialect="hlo")))
     compiled = lowered.compile().as_text()
     transposes = [i for i in instructions(compiled) if i.opcode == "transpose"]
     left = [i for i in transposes if array_shapes(i.shape) == array_shapes(site.shape)]
@@ -49,7 +49,7 @@ def test_the_rule_predicts_what_xla_cpu_does_on_one_device(name):
 
 
 def test_each_condition_decides_as_xla_does():
-    sites = {site.transpose: site for site in transpose_of_dot_sites(SITES)}
+    sites = {site.transpose: site for site in find_sites(read_hlo(SITES))}
     assert (sites["t1"].verdict, sites["t1"].no_fold) == ("blocked", None)
     assert (sites["t2"].verdict, sites["t2"].no_fold) == ("foldable", None)
     assert sites["t6"].verdict == "kept"  # the dot has a second user: no fold
@@ -88,7 +88,7 @@ ENTRY main.1 {
 
 
 def test_the_user_line_is_the_first_frame_outside_the_libraries():
-    (site,) = transpose_of_dot_sites(FRAMES)
+    (site,) = find_sites(read_hlo(FRAMES))
     library = "/venv/lib/python3.12/site-packages/flax/nnx/nn/linear.py:422"
     assert site.stack == (library, "/home/me/train.py:58")  # innermost first, then its parent
     assert (site.source, site.user_source) == (library, "/home/me/train.py:58")

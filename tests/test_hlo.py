@@ -6,13 +6,13 @@ import pytest
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from find_barriers.program import instructions, parse_instruction, read_hlo
+from find_barriers.shapes import shape_bytes
+from find_barriers.sites import find_sites
 from snippets.hlo.collectives import collectives, group_size
 from snippets.hlo.counts import opcode_counts, relayouts, sharding_call_count
-from snippets.hlo.dumps import pass_order
 from snippets.hlo.gradients import _called, kernel_relayouts
-from snippets.hlo.program import instructions, parse_instruction, read_hlo
-from snippets.hlo.shapes import shape_bytes
-from snippets.hlo.sites import transpose_of_dot_sites
+from snippets.hlo.passes import pass_order
 from tests.hlo_fixtures import SITES
 
 COMPILED = """
@@ -100,7 +100,7 @@ def test_sharding_calls_are_counted_by_target_only():
 
 
 def test_transpose_of_dot_sites_classify_what_stands_between():
-    sites = {site.transpose: site for site in transpose_of_dot_sites(SITES)}
+    sites = {site.transpose: site for site in find_sites(read_hlo(SITES))}
     assert set(sites) == {"t1", "t2", "t3", "t6"}  # t4 is fed by a negate, t5 by a parameter
     assert (sites["t1"].between, sites["t1"].kind) == (("Sharding",), "barrier")
     assert (sites["t2"].between, sites["t2"].kind) == ((), "foldable")
@@ -114,8 +114,8 @@ def test_transpose_of_dot_sites_classify_what_stands_between():
 
 
 def test_transpose_of_dot_sites_filter_by_size():
-    assert len(transpose_of_dot_sites(SITES, dims=(32, 16))) == 4
-    assert transpose_of_dot_sites(SITES, dims=(32, 8)) == []
+    assert len(find_sites(read_hlo(SITES), dims=(32, 16))) == 4
+    assert find_sites(read_hlo(SITES), dims=(32, 8)) == []
 
 
 def test_relayouts_list_transposes_and_copies_with_shapes():
@@ -126,7 +126,7 @@ def test_relayouts_list_transposes_and_copies_with_shapes():
 
 
 def test_a_site_reads_as_its_chain():
-    (site,) = [s for s in transpose_of_dot_sites(SITES) if s.blocked]
+    (site,) = [s for s in find_sites(read_hlo(SITES)) if s.blocked]
     assert site.chain == "dot f32[32,16] -> Sharding -> transpose f32[16,32]"
     assert site.blocked
 
@@ -389,6 +389,6 @@ ENTRY %main (x: f32[2,3], w: f32[3,4]) -> f32[4,2] {
 
 def test_a_calls_result_is_made_in_the_call_not_passed_through():
     """Element 0 of the call is a negate of its operand 0, a dot: no dot feeds the transpose."""
-    assert transpose_of_dot_sites(CALL_RESULT) == []
+    assert find_sites(read_hlo(CALL_RESULT)) == []
     passed = CALL_RESULT.replace("tuple(%n, %b)", "tuple(%a, %b)")  # now the dot's own value
-    assert transpose_of_dot_sites(passed) == []  # still a call's result: not followed into it
+    assert find_sites(read_hlo(passed)) == []  # still a call's result: not followed into it

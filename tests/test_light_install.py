@@ -39,7 +39,7 @@ class Block(importlib.abc.MetaPathFinder):
         if name.split(".")[0] in {"jax", "jaxlib", "flax", "optax", "orbax", "numpy", "pydantic"}:
             raise ImportError(f"the light install has no {name}")
 sys.meta_path.insert(0, Block())
-from snippets.hlo.check import main
+from find_barriers.cli import main
 sys.exit(main())
 """
 

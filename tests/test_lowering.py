@@ -6,8 +6,9 @@ import typing
 import numpy as np
 import pytest
 
+from find_barriers.program import read_hlo
+from find_barriers.sites import find_sites
 from snippets.devices import SHARD_MODES, TooFewDevicesError
-from snippets.hlo.sites import transpose_of_dot_sites
 from snippets.lowering import (
     MESH_AXES,
     VARIANTS,
@@ -63,7 +64,7 @@ def test_auto_ev_has_the_transpose_of_dot_with_nothing_between(runs):
 
 def test_the_barrier_chain_is_dot_sharding_transpose(steps):
     hlo = lower_built(steps(BASE)).hlo
-    (site,) = transpose_of_dot_sites(hlo, DIMS)
+    (site,) = find_sites(read_hlo(hlo), DIMS)
     assert site.between == ("Sharding",)
     assert site.kind == "barrier"
 

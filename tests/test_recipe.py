@@ -32,7 +32,7 @@ print("RESULT", json.dumps({
         "sites": [
             {"output": site.output, "kind": site.kind, "shape": site.shape,
              "dot_shape": site.dot_shape, "between": list(site.between)}
-            for site in find_barriers(step)
+            for site in lowered_sites(step)
         ],
     }
     for run, step in lowered.items()

@@ -4,8 +4,8 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from snippets.hlo.program import read_hlo
-from snippets.hlo.sites import TransposeSite, find_sites, transpose_of_dot_sites
+from find_barriers.program import read_hlo
+from find_barriers.sites import TransposeSite, find_sites
 from snippets.hlo.stablehlo import StableHLOProgram
 from snippets.lowering import StepConfig, build_step
 from snippets.measure.maxtext_decoder import DecoderConfig, lower_decoder
@@ -28,7 +28,7 @@ def facts(site: TransposeSite) -> tuple:
 def both_readings(lowered: jax.stages.Lowered) -> tuple[list[tuple], list[tuple]]:
     """The sites read from the StableHLO module, and from the HLO text XLA converts it to."""
     from_stablehlo = find_sites(StableHLOProgram(lowered.compiler_ir()))
-    from_text = transpose_of_dot_sites(lowered.as_text(dialect="hlo", debug_info=True))
+    from_text = find_sites(read_hlo(lowered.as_text(dialect="hlo", debug_info=True)))
     return [facts(site) for site in from_stablehlo], [facts(site) for site in from_text]
 
 

@@ -6,9 +6,9 @@ import dataclasses
 import math
 import re
 
-from snippets.hlo.loops import run_counts
-from snippets.hlo.program import read_hlo
-from snippets.hlo.shapes import ARRAY_SHAPE, shape_bytes
+from find_barriers.loops import run_counts
+from find_barriers.program import read_hlo
+from find_barriers.shapes import ARRAY_SHAPE, shape_bytes
 from snippets.ring_model import ring_bytes_per_rank
 
 
@@ -34,7 +34,7 @@ COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "coll
 @dataclasses.dataclass(frozen=True)
 class Collective:
     """A collective in a compiled module: what each rank sends each time it runs, under the ring
-    model, and ``trips``, how many times it runs per execution of the module (see :func:`~snippets.hlo.loops.run_counts`)."""
+    model, and ``trips``, how many times it runs per execution of the module (see :func:`~find_barriers.loops.run_counts`)."""
 
     kind: str
     shape: str

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from snippets.hlo.program import Instruction, instructions, is_sharding_call
-from snippets.hlo.shapes import array_shapes, has_dims, layout
+from find_barriers.program import Instruction, instructions, is_sharding_call
+from find_barriers.shapes import array_shapes, has_dims, layout
 
 
 def opcode_counts(hlo_text: str, *opcodes: str) -> dict[str, int]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from snippets.hlo.program import Instruction, callees, read_hlo, tuple_index
-from snippets.hlo.shapes import elements_of
+from find_barriers.program import Instruction, callees, read_hlo, tuple_index
+from find_barriers.shapes import elements_of
 
 
 def _called(inst: Instruction, comps: dict[str, list[Instruction]]) -> list[Instruction]:

@@ -1,6 +1,6 @@
 """find-barriers' Python API: the sites of a ``jax.jit(...).lower(...)``, outputs named, read
 from its StableHLO module (:mod:`snippets.hlo.stablehlo`, no HLO text printed) by the site
-finder the command line uses on dumps (:mod:`snippets.hlo.sites`)."""
+finder the command line uses on dumps (:mod:`find_barriers.sites`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import dataclasses
 
 import jax
 
-from snippets.hlo.sites import TransposeSite, find_sites
+from find_barriers.sites import TransposeSite, find_sites
 from snippets.hlo.stablehlo import StableHLOProgram
 
 
@@ -31,7 +31,7 @@ def output_names(lowered: jax.stages.Lowered) -> list[str]:
     return [output_name(path) for path, _ in jax.tree.leaves_with_path(lowered.out_info)]
 
 
-def find_barriers(lowered: jax.stages.Lowered) -> list[TransposeSite]:
+def lowered_sites(lowered: jax.stages.Lowered) -> list[TransposeSite]:
     """Every transpose-of-dot site of ``lowered``: a ``Sharding`` call between is a fold explicit
     mode blocks (``site.blocked``), ``output`` names the parameter the site's value reaches, and
     ``print(site)`` gives the line find-barriers prints for it."""

@@ -13,8 +13,8 @@ from typing import Any
 
 from jax.extend.mlir import ir
 
-from snippets.hlo.program import Instruction, Value
-from snippets.hlo.shapes import elements
+from find_barriers.program import Frame, Instruction, Value
+from find_barriers.shapes import elements
 
 _OPCODES = {
     "stablehlo.dot_general": "dot",
@@ -30,7 +30,8 @@ _DTYPES = {"i1": "pred", "complex<f32>": "c64", "complex<f64>": "c128"}
 _DETAILED = {"broadcast", "call", "compare", "constant", "custom-call", "dot", "transpose"}
 """Opcodes whose record needs more than the operation's name (:func:`_details`)."""
 _LOC_NAME = re.compile(r'^loc\("((?:[^"\\]|\\.)*)"')
-_LOC_FILE = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):\d+')
+_LOC_FRAME = re.compile(r'(?:"((?:[^"\\]|\\.)*)"\()?"((?:[^"\\]|\\.)*)":(\d+):\d+')
+"""A frame of a printed location: ``"function"("file":line:column``, the function optional."""
 
 
 def hlo_shape(mlir_type: str) -> str:
@@ -67,7 +68,7 @@ class _OnDemand(Mapping):
 
 
 class StableHLOProgram:
-    """A StableHLO module (``lowered.compiler_ir()``) as the :class:`~snippets.hlo.program.Program`
+    """A StableHLO module (``lowered.compiler_ir()``) as the :class:`~find_barriers.program.Program`
     the site finder reads, its entry the function ``main``, laid out as XLA's conversion to HLO
     lays it out (several results a tuple and one element each, a loop's state one tuple, a region
     a computation); records hold only what the readers use."""
@@ -298,9 +299,14 @@ class StableHLOProgram:
         name = _LOC_NAME.match(self._location(inst))
         return name and name[1]
 
-    def stack(self, inst: Instruction) -> tuple[str, ...]:
-        """The location's files and lines, innermost (the first printed) first."""
-        return tuple(f"{file}:{line}" for file, line in _LOC_FILE.findall(self._location(inst)))
+    def stack(self, inst: Instruction) -> tuple[Frame, ...]:
+        """The location's frames, innermost (the first printed) first."""
+        found = _LOC_FRAME.findall(self._location(inst))
+        return tuple(Frame(file, int(line), function) for function, file, line in found)
+
+    def known_stacks(self) -> tuple[()]:
+        """None: a lowered module's locations are printed only for the operations asked about."""
+        return ()
 
     def parameter(self, computation: str, index: int) -> str | None:
         """A function's parameter ``index``."""

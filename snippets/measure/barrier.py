@@ -10,12 +10,13 @@ from collections.abc import Sequence
 
 import jax
 
+from find_barriers.program import read_hlo
+from find_barriers.sites import find_sites
 from snippets.devices import setup_devices
 from snippets.hlo.collectives import collectives
 from snippets.hlo.counts import kernel_order_dots, relayouts, sharding_call_count
-from snippets.hlo.dumps import pass_order
 from snippets.hlo.gradients import kernel_relayouts
-from snippets.hlo.sites import transpose_of_dot_sites
+from snippets.hlo.passes import pass_order
 from snippets.lowering import OPTIMIZERS, StepConfig, build_step, every_mode_and_variant
 from snippets.measure.causal_control import causal_control
 from snippets.measure.device_report import describe_devices
@@ -34,7 +35,7 @@ from snippets.support.tables import print_report
 def run_report(lowered: LoweredStep) -> dict:
     """What one lowered step shows: barrier, fold sites, leftovers and collectives."""
     config = lowered.config
-    sites = [site.kind for site in transpose_of_dot_sites(lowered.hlo, config.kernel_dims)]
+    sites = [site.kind for site in find_sites(read_hlo(lowered.hlo), config.kernel_dims)]
     left = relayouts(lowered.compiled, config.kernel_dims)
     return {
         "mode": config.mode,
@@ -109,7 +110,7 @@ def single_device_control(config: StepConfig) -> dict:
     lowered = lower_step(config.replace(devices=1, mesh="dp"))
     dots = kernel_order_dots(lowered.compiled, config.kernel_dims)
     left = relayouts(lowered.compiled, config.kernel_dims)
-    sites = transpose_of_dot_sites(lowered.hlo, config.kernel_dims)
+    sites = find_sites(read_hlo(lowered.hlo), config.kernel_dims)
     return {
         "mode": config.mode,
         "folded": bool(dots) and not left,
@@ -122,7 +123,7 @@ def single_device_control(config: StepConfig) -> dict:
 def pass_window(config: StepConfig) -> dict:
     """This backend's pass order, and the weight-gradient sites in the module the first algsimp sees."""
     order = pass_order(lower_step(config, dump_passes=True).dumps)
-    sites = transpose_of_dot_sites(order["module_before_first_algsimp"], config.kernel_dims)
+    sites = find_sites(read_hlo(order["module_before_first_algsimp"]), config.kernel_dims)
     return {
         **{key: value for key, value in order.items() if not key.startswith("module")},
         "sites_at_first_algsimp": [{"between": list(s.between), "kind": s.kind} for s in sites],

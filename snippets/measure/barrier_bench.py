@@ -1,9 +1,9 @@
-"""How long :func:`snippets.hlo.lowered.find_barriers` takes at a real model's scale, against the
+"""How long :func:`snippets.hlo.lowered.lowered_sites` takes at a real model's scale, against the
 lowering it reads, and how long the command line takes on that model's XLA dump directory.
 
 ``python -m snippets barrier_bench`` (``nox -s bench``): by default MaxText's decoder at
 llama2-7b's shape, explicit mode, on 4 simulated devices. After a warm-up, each repeat lowers the
-step and runs ``find_barriers`` on it, a full garbage collection between them (untimed), and a
+step and runs ``lowered_sites`` on it, a full garbage collection between them (untimed), and a
 fresh ``python -m snippets find-barriers DIR`` reads the dump. No time is asserted anywhere.
 """
 
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import jax
 
+from find_barriers.dumps import BEFORE
 from snippets.devices import MESH_DEVICES, SHARD_MODES, setup_devices
-from snippets.hlo.dumps import BEFORE
-from snippets.hlo.lowered import find_barriers
+from snippets.hlo.lowered import lowered_sites
 from snippets.measure.maxtext_decoder import DecoderConfig, lower_decoder
 from snippets.support.cli import Parser, positive_int, reported
 from snippets.support.tables import print_report
@@ -68,7 +68,7 @@ def bench_find_barriers(config: DecoderConfig, mode: str, repeats: int) -> dict:
     """Lower and check ``repeats`` times after one uncounted warm-up (imports, first traces), and
     read the dump of the first lowering as often."""
     runs: dict[str, list[float]] = {"lowering_s": [], "find_barriers_s": []}
-    find_barriers(lower_decoder(config, mode).lowered)
+    lowered_sites(lower_decoder(config, mode).lowered)
     with tempfile.TemporaryDirectory() as directory:
         for repeat in range(repeats):
             started = time.perf_counter()
@@ -76,7 +76,7 @@ def bench_find_barriers(config: DecoderConfig, mode: str, repeats: int) -> dict:
             lowering = time.perf_counter() - started
             gc.collect()  # the lowering's garbage, collected outside both timings
             started = time.perf_counter()
-            sites = find_barriers(lowered)
+            sites = lowered_sites(lowered)
             runs["find_barriers_s"].append(time.perf_counter() - started)
             runs["lowering_s"].append(lowering)
             if repeat == 0:

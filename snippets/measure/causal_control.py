@@ -12,10 +12,11 @@ from collections.abc import Sequence
 
 import jax
 
+from find_barriers.program import read_hlo
+from find_barriers.sites import find_sites
 from snippets.devices import setup_devices
 from snippets.hlo.counts import kernel_order_dots, relayouts, sharding_call_count
-from snippets.hlo.dumps import parse_dump_name, pass_order
-from snippets.hlo.sites import transpose_of_dot_sites
+from snippets.hlo.passes import parse_dump_name, pass_order
 from snippets.lowering import StepConfig, build_step, every_mode_and_variant
 from snippets.measure.step_lowering import hlo_text, read_pass_dumps
 from snippets.support.cli import Parser, reported
@@ -74,7 +75,7 @@ def _last_site_chain(dumps: dict[str, str], dims: tuple[int, int]) -> dict | Non
     the transpose), with its pipeline and next pass; ``None`` when no dump has one."""
     per_pass = sorted((parsed, name) for name in dumps if (parsed := parse_dump_name(name)))
     for (_, pipeline, _, before), name in reversed(per_pass):
-        if sites := transpose_of_dot_sites(dumps[name], dims):
+        if sites := find_sites(read_hlo(dumps[name]), dims):
             return {"pipeline": pipeline, "next_pass": before, "chain": sites[0].chain}
     return None
 

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 
 from pydantic import validate_call
 
+from find_barriers.shapes import DTYPE_BYTES, array_shapes, elements
 from snippets.collective_cost import FINISHES, finish_cost, predict
 from snippets.devices import ShardMode
 from snippets.hlo.collectives import collectives
 from snippets.hlo.gradients import entry_at
-from snippets.hlo.shapes import DTYPE_BYTES, array_shapes, elements
 from snippets.lowering import MESH_AXES, MeshName, StepConfig
 from snippets.measure.step_lowering import lower_step
 from snippets.support.config import PositiveInt

@@ -3,7 +3,7 @@
 The model is MaxText's (the ``maxtext`` package, llama2-style decoder), built from
 its ``base.yml`` with a few overrides that make it small; the step is the gradient
 of a loss on its logits. Everything is read from the lowered and compiled programs
-with :func:`snippets.hlo.lowered.find_barriers` and :mod:`snippets.hlo`.
+with :func:`snippets.hlo.lowered.lowered_sites` and :mod:`snippets.hlo`.
 
 ``python -m snippets maxtext_decoder [--json] [--emb E] [--vocab V] [--layers L] [--scan]
 [--mesh dp|dp_fsdp] [--causal] [--compiled]`` prints, per shard mode, the ``Sharding``
@@ -25,17 +25,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from find_barriers.frames import readable
 from pydantic import model_validator
 
+from find_barriers.program import Instruction, attribute_dims, instructions, read_hlo
+from find_barriers.shapes import array_shapes, layout, shape_bytes
+from find_barriers.sites import TransposeSite, find_sites, value_source
 from snippets.devices import MESH_DEVICES, SHARD_MODES, pick_devices, setup_devices
 from snippets.hlo.counts import sharding_call_count
-from snippets.hlo.dumps import pass_order
 from snippets.hlo.gradients import kernel_relayouts
-from snippets.hlo.lowered import find_barriers, output_names
-from snippets.hlo.program import Instruction, attribute_dims, instructions
-from snippets.hlo.provenance import readable
-from snippets.hlo.shapes import array_shapes, layout, shape_bytes
-from snippets.hlo.sites import TransposeSite, transpose_of_dot_sites, value_source
+from snippets.hlo.lowered import lowered_sites, output_names
+from snippets.hlo.passes import pass_order
 from snippets.lowering import MESH_AXES, MeshName, mesh_shape
 from snippets.measure.causal_control import (
     XlaChangedError,
@@ -215,7 +215,7 @@ def mode_report(decoder: Decoder) -> dict:
     return {
         "sharding_calls": calls,
         "other_instructions": len(instructions(hlo)) - calls,
-        "sites": [site_row(site) for site in find_barriers(decoder.lowered)],
+        "sites": [site_row(site) for site in lowered_sites(decoder.lowered)],
     }
 
 
@@ -264,9 +264,9 @@ def fate(before: str, after: str) -> dict[str, dict]:
     for inst in old.values():
         for index, operand in enumerate(inst.operands):
             first_user.setdefault(operand, (inst.name, index))
-    kept = {site.transpose: site for site in transpose_of_dot_sites(after)}
+    kept = {site.transpose: site for site in find_sites(read_hlo(after))}
     rows = {}
-    for site in transpose_of_dot_sites(before):
+    for site in find_sites(read_hlo(before)):
         dims = array_shapes(site.shape)[0][1]
         if site.transpose in kept:
             chain = ["dot", *reversed(kept[site.transpose].between), "transpose"]
@@ -321,7 +321,7 @@ def fold_control(config: DecoderConfig, mode: str) -> list[dict]:
             "op_name": site.op_name,
         }
         | fates.get(site.transpose, unknown)
-        for site in transpose_of_dot_sites(one_dump(dumps, "before_optimizations.txt"))
+        for site in find_sites(read_hlo(one_dump(dumps, "before_optimizations.txt")))
     ]
 
 

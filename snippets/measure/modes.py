@@ -28,10 +28,10 @@ from jax.lax import with_sharding_constraint
 from jax.sharding import AxisType, Mesh, NamedSharding, auto_axes, reshard
 from jax.sharding import PartitionSpec as P
 
+from find_barriers.program import attribute_dims, read_hlo
+from find_barriers.shapes import array_shapes, elements
 from snippets.devices import MESH_DEVICES, SHARD_MODES, make_mesh, setup_devices
 from snippets.hlo.collectives import collectives
-from snippets.hlo.program import attribute_dims, read_hlo
-from snippets.hlo.shapes import array_shapes, elements
 from snippets.measure.step_lowering import compiled_text
 from snippets.support.cli import Parser, reported
 from snippets.support.tables import print_report

@@ -10,9 +10,8 @@ import hashlib
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TypedDict
 
-from snippets.hlo.program import Program, read_hlo
+from find_barriers.program import Program, read_hlo
 
 BEFORE = ".before_optimizations.txt"
 HOW_TO_GET_HLO = (
@@ -38,10 +37,19 @@ class Module:
 
     @property
     def name(self) -> str:
-        """The module's name in XLA's dump file name (``jit_train_step``), else the file name."""
-        name = Path(self.path).name
-        found = re.match(r"module_\d+\.(.+?)(?:\.before_optimizations)?\.txt$", name)
-        return found[1] if found else name
+        """The module's name: :func:`module_name` of its file."""
+        return module_name(self.path)
+
+
+def module_name(path: str) -> str:
+    """XLA's name for the module a dump file holds (``jit_train_step``), else the file's name.
+
+    >>> module_name("dump/module_0062.jit_train_step.before_optimizations.txt")
+    'jit_train_step'
+    """
+    name = Path(path).name
+    found = re.match(r"module_\d+\.(.+?)(?:\.before_optimizations)?\.txt$", name)
+    return found[1] if found else name
 
 
 def _before(path: Path) -> str:
@@ -51,7 +59,7 @@ def _before(path: Path) -> str:
     return str(path.with_name(name))
 
 
-def read_file(path: str) -> Program:
+def read_module(path: str) -> Program:
     """One HLO text file, read; a ValueError says what is wrong with it and what to pass."""
     return _program(path, _text(path))
 
@@ -101,12 +109,12 @@ def _program(path: str, text: str) -> Program:
 
 def dump_modules(path: str, pattern: str | None = None) -> list[str]:
     """``path`` itself, or, for a directory, its ``*.before_optimizations.txt`` modules whose
-    file name ``pattern`` (a regular expression) matches, in name order."""
+    name (:func:`module_name`) ``pattern``, a regular expression, matches, in name order."""
     directory = Path(path)
     if not directory.is_dir():
         return [path]
     found = sorted(str(file) for file in directory.glob(f"*{BEFORE}"))
-    matching = [file for file in found if pattern is None or re.search(pattern, Path(file).name)]
+    matching = [file for file in found if pattern is None or re.search(pattern, module_name(file))]
     if not matching:
         narrowed = f" whose name matches {pattern!r}" if pattern and found else ""
         raise ValueError(
@@ -133,74 +141,3 @@ def read_modules(paths: Sequence[str], pattern: str | None = None) -> list[Modul
         first = seen.setdefault(digest, file)
         modules.append(Module(file, _program(file, text), None if first == file else first))
     return modules
-
-
-_DUMP_NAME = re.compile(r"^module_\d+\.[^.]+\.(?P<index>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<after>[^.]+)\.before_(?P<before>[^.]+)\.txt$")  # fmt: skip
-
-
-def parse_dump_name(name: str) -> tuple[int, str, str, str] | None:
-    """``(index, pipeline, pass run, pass next)`` of a per-pass dump's file name, else None: the
-    file holds the module after the first pass and before the second.
-
-    >>> parse_dump_name("module_0001.jit_f.0010.simplification.after_dce.before_algsimp.txt")
-    (10, 'simplification', 'dce', 'algsimp')
-    """
-    match = _DUMP_NAME.match(name)
-    return (int(match[1]), match[2], match[3], match[4]) if match else None
-
-
-PARTITIONER_PASSES = {
-    "shardy-xla": "ShardyXLA, xla/service/spmd/shardy/shardy_xla_pass.h (CPU and GPU with Shardy)",
-    "spmd-partitioning": "SpmdPartitioner's name, xla/service/spmd/spmd_partitioner.h; XLA:CPU "
-    "(cpu_compiler.cc) and XLA:GPU (gpu_spmd_pipeline.cc) both add its subclass "
-    "StatefulRngSpmdPartitioner",
-    "xla-partitioner": "the TPU compiler's partitioner, as its dumps are quoted in MaxText's "
-    "docs/guides/optimization/shard_mode_performance.md (the TPU compiler is not open source)",
-}
-"""Pass and pipeline names that partition a module, per backend, with where each name comes from."""
-
-
-SIMPLIFIER_PASSES = {
-    "algsimp": "AlgebraicSimplifier, xla/hlo/transforms/simplifiers/algebraic_simplifier.h "
-    "(GpuAlgebraicSimplifier keeps the name; TPU dumps quote it too)",
-}
-"""Pass names of XLA's algebraic simplifier, the pass that folds ``transpose(dot)``."""
-
-
-class PassOrder(TypedDict):
-    """:func:`pass_order`'s answer: dump indices (None: no dump names the pass) and modules."""
-
-    first_algsimp: int | None
-    first_spmd_partitioner: int | None
-    partitioner_pass: str | None
-    partitioner_first: bool | None
-    module_before_first_algsimp: str
-    module_after_first_algsimp: str
-
-
-def pass_order(dump_files: dict[str, str]) -> PassOrder:
-    """Where the first algebraic simplifier and partitioner run (the first dump naming each, else
-    None), and the modules that simplifier received and returned, from per-pass dumps by name."""
-    dumps = sorted(
-        (parsed, text) for name, text in dump_files.items() if (parsed := parse_dump_name(name))
-    )
-    if not dumps:
-        raise ValueError("No per-pass HLO dumps found: compile with xla_dump_hlo_pass_re='.*'.")
-
-    def first(names: dict[str, str], slots: slice = slice(3)) -> tuple[int | None, str | None, str]:
-        """``(index, name, text)`` of the first dump naming one of ``names`` in ``slots``."""
-        found = ((index, name, text) for (index, *passes), text in dumps for name in passes[slots])
-        return next((dump for dump in found if dump[1] in names), (None, None, ""))
-
-    algsimp, _, before = first(SIMPLIFIER_PASSES)
-    partitioner, partitioner_pass, _ = first(PARTITIONER_PASSES)
-    return {
-        "first_algsimp": algsimp,
-        "first_spmd_partitioner": partitioner,
-        "partitioner_pass": partitioner_pass,
-        "partitioner_first": None
-        if algsimp is None or partitioner is None
-        else partitioner < algsimp,
-        "module_before_first_algsimp": before,
-        "module_after_first_algsimp": first(SIMPLIFIER_PASSES, slice(1, 2))[2],
-    }

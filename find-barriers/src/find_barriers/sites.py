@@ -1,5 +1,5 @@
 """Transpose-of-dot sites: every transpose a dot feeds, what stands between, and whether XLA
-would fold it. One definition of a site, whichever reader made the :class:`~snippets.hlo.program.Program`.
+would fold it. One definition of a site, whichever reader made the :class:`~find_barriers.program.Program`.
 """
 
 from __future__ import annotations
@@ -7,18 +7,20 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from snippets.hlo import fold, provenance
-from snippets.hlo.loops import run_counts
-from snippets.hlo.outputs import outputs_reached
-from snippets.hlo.program import (
+from find_barriers import fold
+from find_barriers.frames import layer_lines, placed_by, readable, user_frames
+from find_barriers.loops import run_counts
+from find_barriers.outputs import outputs_reached
+from find_barriers.parameters import Parameters, role
+from find_barriers.program import (
     SAME_VALUE,
+    Frame,
     Instruction,
     Program,
     is_sharding_call,
-    read_hlo,
     tuple_index,
 )
-from snippets.hlo.shapes import array_shapes, has_dims
+from find_barriers.shapes import array_shapes, has_dims, shape_bytes
 
 _PASS_THROUGH = SAME_VALUE | {"all-reduce", "get-tuple-element"}
 """Ops that stand between a dot and its transpose without making a new value."""
@@ -26,15 +28,29 @@ _PASS_THROUGH = SAME_VALUE | {"all-reduce", "get-tuple-element"}
 
 @dataclasses.dataclass(frozen=True)
 class TransposeSite:
-    """A transpose fed by a dot, shapes without layouts; ``kind`` says what stands between:
-    ``foldable`` (nothing), ``barrier`` (a ``Sharding`` call), ``all-reduce`` or ``other``.
-    ``output``: the result element its value reaches (index, or name from
-    :func:`snippets.hlo.lowered.find_barriers`); ``trips``: runs per step (None: unknown);
-    ``no_fold``: why XLA's simplifier would keep the transpose anyway (None: it would fold it);
-    ``stack``: the dot's call stack, innermost first; ``parameter``: the parameter whose gradient
-    the dot makes, as the module names it; ``role`` (:func:`snippets.hlo.provenance.role`);
-    ``placed_by``: what put the ``Sharding`` call there (``explicit`` or ``constraint``), and
-    ``placed_at`` a constraint's user line."""
+    """A transpose fed by a dot: what stands between, whether XLA would fold it, and whose it is.
+
+    Attributes:
+        transpose: the transpose's name in the module.
+        shape: the transpose's result shape, without layout.
+        dot: the dot's name.
+        between: what stands between, nearest the transpose first (``Sharding`` for the call).
+        kind: ``foldable`` (nothing between), ``barrier`` (a ``Sharding`` call), ``all-reduce``
+            or ``other``.
+        dot_shape: the dot's result shape, without layout.
+        op_name: the dot's ``op_name``.
+        output: the result element its value reaches (an index, or a name from the lowering).
+        trips: how many times it runs per step (None: unknown).
+        no_fold: why XLA's simplifier would keep the transpose anyway (None: it would fold it).
+        stack: the dot's Python stack, innermost first.
+        user_line: the user's frame to show: the layer's own line (:func:`~find_barriers.frames.layer_lines`).
+        via: the shared helper the layer went through to make the dot, if any.
+        parameter: the parameter whose gradient the dot makes, as the module names it.
+        role: ``forward``, ``weight gradient``, ``activation gradient`` or ``unknown``.
+        placed_by: what put the ``Sharding`` call there: ``explicit`` (a result typed by an
+            explicit mesh) or ``constraint`` (the user's ``with_sharding_constraint``).
+        placed_at: where that constraint is, in the user's code.
+    """
 
     transpose: str
     shape: str
@@ -43,15 +59,16 @@ class TransposeSite:
     kind: str
     dot_shape: str = ""
     op_name: str | None = None
-    source: str | None = None
     output: int | str | None = None
     trips: int | None = 1
     no_fold: str | None = None
-    stack: tuple[str, ...] = ()
+    stack: tuple[Frame, ...] = ()
+    user_line: Frame | None = None
+    via: Frame | None = None
     parameter: str | None = None
     role: str = "unknown"
     placed_by: str | None = None
-    placed_at: str | None = None
+    placed_at: Frame | None = None
 
     @property
     def verdict(self) -> str:
@@ -67,9 +84,25 @@ class TransposeSite:
         return self.verdict == "blocked"
 
     @property
-    def user_source(self) -> str | None:
-        """The user's own line: the first frame outside JAX, Flax, optax and the recipe helpers."""
-        return provenance.user_frame(self.stack) or self.source
+    def source(self) -> Frame | None:
+        """The dot's innermost frame, library or not."""
+        return self.stack[0] if self.stack else None
+
+    @property
+    def user_stack(self) -> tuple[Frame, ...]:
+        """The frames of the dot's stack that are the user's, innermost first."""
+        return user_frames(self.stack)
+
+    @property
+    def bytes(self) -> int:
+        """The size of the tensor whose fold is at stake (the dot's result, before partitioning),
+        in bytes, each time the site runs."""
+        return shape_bytes(self.dot_shape)
+
+    @property
+    def bytes_per_step(self) -> int | None:
+        """:attr:`bytes` times :attr:`trips`; None where the trip count is unknown."""
+        return None if self.trips is None else self.bytes * self.trips
 
     @property
     def chain(self) -> str:
@@ -84,14 +117,19 @@ class TransposeSite:
             return f"{self.role} of {self.parameter}"
         return self.role if self.output is None else f"{self.role} (output {self.output})"
 
-    def line(self, label: str | None = None) -> str:
+    @property
+    def where(self) -> str:
+        """The user's line, with the helper it went through: ``model.py:54 via model.py:38``."""
+        line = readable(self.user_line or self.source) or "no source line"
+        return f"{line} via {readable(self.via)}" if self.via else line
+
+    def one_line(self, label: str | None = None) -> str:
         """The site on one line: its verdict (or ``label``), the user's line, what it computes,
         the chain and how often it runs; as find-barriers prints it, and ``print(site)``."""
         trips = "" if self.trips == 1 else f"  x{self.trips or '?'} per run (in a loop)"
-        where = provenance.readable(self.user_source) or "no source line"
-        return f"{label or self.verdict:<9} {where}  {self.what}  {self.chain}{trips}"
+        return f"{label or self.verdict:<9} {self.where}  {self.what}  {self.chain}{trips}"
 
-    __str__ = line
+    __str__ = one_line
 
 
 def value_source(
@@ -115,13 +153,6 @@ def value_source(
     return chain, current
 
 
-def transpose_of_dot_sites(
-    hlo_text: str, dims: tuple[int, ...] | None = None
-) -> list[TransposeSite]:
-    """Every transpose-of-dot site of HLO text (:func:`find_sites` on :func:`~snippets.hlo.program.read_hlo`)."""
-    return find_sites(read_hlo(hlo_text), dims)
-
-
 def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[TransposeSite]:
     """Every transpose fed, through pass-through ops only, by a dot, in ``_site_order``;
     ``dims`` keeps those of that size set. XLA folds ``transpose(dot(a, b))`` into ``dot(b, a)``
@@ -140,33 +171,33 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
         kinds = {"Sharding": "barrier", "all-reduce": "all-reduce"}  # in this order
         kind = next((kinds[k] for k in kinds if k in between), "other" if between else "foldable")
         shapes = inst.shape.split("{")[0], origin.shape.split("{")[0]
-        stack = program.stack(origin)  # innermost first
-        names = inst.name, shapes[0], origin.name
-        placed = provenance.placed_by(program, [op for op in chain if is_sharding_call(op)])
-        sizes = array_shapes(inst.shape)[0][1]
-        parameters = parameters or provenance.Parameters(program)
-        source = stack[0] if stack else None
-        found = TransposeSite(*names, between, kind, shapes[1], program.op_name(origin), source)
+        placed = placed_by(program, [op for op in chain if is_sharding_call(op)])
+        parameters = parameters or Parameters(program)
         sites.append(
-            dataclasses.replace(
-                found,
+            TransposeSite(
+                *(inst.name, shapes[0], origin.name, between, kind, shapes[1]),
+                op_name=program.op_name(origin),
                 no_fold=fold.no_fold(program, inst, chain, origin),
                 trips=count(comp),
-                stack=stack,
-                parameter=parameters.of(origin, sizes),
+                stack=program.stack(origin),
+                parameter=parameters.of(origin, array_shapes(inst.shape)[0][1]),
                 placed_by=placed[0],
                 placed_at=placed[1],
             )
         )
     reached = outputs_reached(program, [site.transpose for site in sites])
+    known = [user_frames(stack) for stack in program.known_stacks()] if sites else []
+    lines = layer_lines([site.user_stack for site in sites], known)
     return sorted(
         (
             dataclasses.replace(
                 site,
                 output=reached[site.transpose],
-                role=provenance.role(site.op_name, site.parameter, reached[site.transpose]),
+                role=role(site.op_name, site.parameter, reached[site.transpose]),
+                user_line=line,
+                via=via,
             )
-            for site in sites
+            for site, (line, via) in zip(sites, lines, strict=True)
         ),
         key=_site_order,
     )
@@ -175,7 +206,7 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
 def _site_order(site: TransposeSite) -> tuple:
     """Weight gradients first, by output, then the rest by source line: an order that does not
     depend on how a program was printed (XLA prints instructions in an order of its own)."""
-    file, _, line = (site.source or "").rpartition(":")
     output = -1 if site.output is None else site.output
+    where = tuple(site.source or ("", 0))[:2]
     shapes = (site.dot_shape, site.shape, site.between, site.trips or 0)
-    return (site.output is None, output, file, int(line or 0), site.op_name or "", *shapes)
+    return (site.output is None, output, *where, site.op_name or "", *shapes)

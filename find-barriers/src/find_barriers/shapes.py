@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from snippets.hlo.program import Instruction
+from find_barriers.program import Instruction
 
 DTYPE_BYTES = {
     "pred": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1,
@@ -61,7 +61,15 @@ def elements_of(inst: Instruction | None) -> int:
     return elements(inst.shape) if inst else -1
 
 
-def has_dims(inst: Instruction, dims: tuple[int, ...] | None) -> bool:
-    """Whether ``inst``'s first array has exactly the sizes ``dims``, in any order (``None``: any)."""
+def has_dims(inst: Instruction, dims: tuple[int, ...] | None, stacked: bool = False) -> bool:
+    """Whether ``inst``'s first array has exactly the sizes ``dims``, in any order (``None``: any);
+    with ``stacked``, after a leading dimension (a stack of layers, one slice each).
+
+    >>> has_dims(Instruction("w", "f32[3,32,48]", "parameter", ("0",), ""), (48, 32), stacked=True)
+    True
+    """
     shapes = array_shapes(inst.shape)
-    return bool(shapes) and (dims is None or sorted(shapes[0][1]) == sorted(dims))
+    if not shapes or dims is None:
+        return bool(shapes)
+    sizes = shapes[0][1][1:] if stacked else shapes[0][1]
+    return sorted(sizes) == sorted(dims)

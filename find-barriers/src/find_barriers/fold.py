@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from snippets.hlo.program import Instruction, Program, attribute_dims, is_sharding_call
-from snippets.hlo.shapes import array_shapes
+from find_barriers.program import Instruction, Program, attribute_dims, is_sharding_call
+from find_barriers.shapes import array_shapes
 
 SOURCE = (
     "https://github.com/openxla/xla/blob/11c07836fbe9b0f746484d008242ddaee7e9005b/"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple, Protocol
 
 _HEADER = re.compile(r"^\s*(?P<root>ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?=[(a-z])")
@@ -102,6 +102,17 @@ _SOURCE = re.compile(r'\bsource_file="((?:[^"\\]|\\.)*)" source_line=(\d+)')
 """Metadata a site reports: the op's name, and its source as a stack frame or as a file and line."""
 
 
+class Frame(NamedTuple):
+    """One frame of an instruction's Python stack: file, line and function ("" where unknown)."""
+
+    file: str
+    line: int
+    function: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
 Value = str | tuple[str, int]
 """A value in a program: an instruction's result, or element ``i`` of its tuple ``(name, i)``."""
 
@@ -109,7 +120,7 @@ Value = str | tuple[str, int]
 class Program(Protocol):
     """What the readers of a module's records ask of it (the site finder, the fold rule, the
     provenance): :class:`HloProgram` answers from HLO text, and
-    :class:`~snippets.hlo.stablehlo.StableHLOProgram` from a lowered module, on demand."""
+    a reader of a lowered module (the guides' ``snippets.hlo.stablehlo``) from its MLIR, on demand."""
 
     entry: str
 
@@ -133,11 +144,15 @@ class Program(Protocol):
     def op_name(self, inst: Instruction) -> str | None:
         """``inst``'s ``op_name`` metadata, None where it has none."""
 
-    def stack(self, inst: Instruction) -> tuple[str, ...]:
-        """``inst``'s call stack as ``file:line``, innermost first."""
+    def stack(self, inst: Instruction) -> tuple[Frame, ...]:
+        """``inst``'s Python call stack, innermost first."""
 
     def parameter(self, computation: str, index: int) -> str | None:
         """The name of ``computation``'s parameter ``index``."""
+
+    def known_stacks(self) -> Iterable[tuple[Frame, ...]]:
+        """Stacks the module holds beyond those of the instructions asked about (a dump's stack
+        frame table), to tell a helper several layers call; empty where there is no such table."""
 
 
 @dataclasses.dataclass
@@ -148,7 +163,7 @@ class HloProgram(Program):
 
     computations: dict[str, list[Instruction]]
     entry: str
-    stacks: dict[int, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    stacks: dict[int, tuple[Frame, ...]] = dataclasses.field(default_factory=dict)
 
     @functools.cached_property
     def by_name(self) -> Mapping[str, Instruction]:
@@ -203,16 +218,19 @@ class HloProgram(Program):
         found = _OP_NAME.search(inst.attributes)
         return found and re.sub(r"\\(.)", r"\1", found[1])
 
-    def stack(self, inst: Instruction) -> tuple[str, ...]:
-        """``inst``'s call stack as ``file:line``, innermost first, from a stack frame id, or only
-        the innermost from XLA's older ``source_file``/``source_line``; ``()`` with neither."""
+    def stack(self, inst: Instruction) -> tuple[Frame, ...]:
+        """``inst``'s call stack, innermost first, from a stack frame id, or only the innermost
+        frame from XLA's older ``source_file``/``source_line``; ``()`` with neither."""
         if frame := _FRAME.search(inst.attributes):
             return self.stacks.get(int(frame[1]), ())
         source = _SOURCE.search(inst.attributes)
-        return (f"{source[1]}:{source[2]}",) if source else ()
+        return (Frame(source[1], int(source[2])),) if source else ()
 
     def parameter(self, computation: str, index: int) -> str | None:
         return self._parameters.get((computation, index))
+
+    def known_stacks(self) -> Iterable[tuple[Frame, ...]]:
+        return self.stacks.values()
 
     @functools.cached_property
     def _parameters(self) -> dict[tuple[str, int], str]:
@@ -267,30 +285,62 @@ def read_hlo(hlo_text: str) -> HloProgram:
             raise ValueError(f"line {number} is not a whole instruction: {line[:60]!r}") from None
         if inst is not None:
             found.setdefault(current, []).append(inst)
+    if "#" in hlo_text:
+        _add_element_reads(found)
     return HloProgram(found, entry, _stacks(tables))
 
 
-def _stacks(tables: dict[str, dict[int, str]]) -> dict[int, tuple[str, ...]]:
-    """Each stack frame id's ``file:line`` chain, innermost first, from the tables XLA prints at
-    the top of a dump (and ``as_text(debug_info=True)``). XLA's text gives each frame's parent
-    one above its id, so frame 1, the outermost, reads ``parent_frame_id=1``; where no frame
-    names itself, the ids are taken as they stand, 0 meaning none."""
+def _add_element_reads(computations: dict[str, list[Instruction]]) -> None:
+    """Give each ``%state#2`` operand, HLO's shorthand for element 2 of tuple ``state`` (JAX 0.12's
+    dumps read a loop's state so, with no ``get-tuple-element``), a ``get-tuple-element`` record of
+    that name, placed after the tuple it reads."""
+    for insts in computations.values():
+        shapes = {inst.name: inst.shape for inst in insts}
+        reads = {
+            operand
+            for inst in insts
+            for operand in inst.operands
+            if "#" in operand and operand not in shapes
+        }
+        for read in sorted(reads, key=lambda name: (name.rpartition("#")[0], len(name), name)):
+            tuple_name, _, index = read.rpartition("#")
+            if tuple_name not in shapes or not index.isdigit():
+                raise ValueError(
+                    f"{read} reads an element of {tuple_name}, which is not a tuple here"
+                )
+            elements = _group(_COMMENT.sub("", shapes[tuple_name]))[0]
+            if int(index) >= len(elements):
+                raise ValueError(f"{read} reads past the end of {tuple_name}")
+            at = next(i for i, inst in enumerate(insts) if inst.name == tuple_name) + 1
+            shape = elements[int(index)].strip()
+            insts.insert(
+                at, Instruction(read, shape, "get-tuple-element", (tuple_name,), f", index={index}")
+            )
+
+
+def _stacks(tables: dict[str, dict[int, str]]) -> dict[int, tuple[Frame, ...]]:
+    """Each stack frame id's frames, innermost first, from the tables XLA prints at the top of a
+    dump (and ``as_text(debug_info=True)``). XLA's text gives each frame's parent one above its
+    id, so frame 1, the outermost, reads ``parent_frame_id=1``; where no frame names itself, the
+    ids are taken as they stand, 0 meaning none."""
     places = {}
     for key, text in tables["FileLocations"].items():
         place = dict(re.findall(r"(\w+)=(\d+)", text))
-        places[key] = f"{tables['FileNames'].get(int(place['file_name_id']), '?')}:{place['line']}"
+        file = tables["FileNames"].get(int(place["file_name_id"]), "?")
+        function = tables["FunctionNames"].get(int(place.get("function_name_id", 0)), "")
+        places[key] = Frame(file, int(place["line"]), function)
     frames = {
         key: tuple(int(n) for n in re.findall(r"(?:file_location_id|parent_frame_id)=(\d+)", text))
         for key, text in tables["StackFrames"].items()
     }
     shift = int(any(key == frame[-1] for key, frame in frames.items() if len(frame) == 2))
 
-    def chain(key: int) -> tuple[str, ...]:
+    def chain(key: int) -> tuple[Frame, ...]:
         found, seen = [], set()
         while key in frames and key not in seen:
             seen.add(key)
             location, *parent = frames[key]
-            found.append(places.get(location, "?"))
+            found.append(places.get(location, Frame("?", 0)))
             key = parent[0] - shift if parent else 0
         return tuple(found)
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from snippets.hlo.loops import loop_parts
-from snippets.hlo.program import SAME_VALUE, Instruction, Program, Value, callees
-from snippets.hlo.shapes import elements_of
+from find_barriers.loops import loop_parts
+from find_barriers.program import SAME_VALUE, Instruction, Program, Value, callees
+from find_barriers.shapes import elements_of
 
 _CARRIES = SAME_VALUE | {"all-reduce", "transpose", "add", "custom-call"}
 """Ops that pass a value on whole (same element count) on its way to the module's result."""

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import overload
 
-from snippets.hlo.program import SAME_VALUE, Instruction, Program, is_sharding_call, tuple_index
+from find_barriers.program import SAME_VALUE, Instruction, Program, is_sharding_call, tuple_index
 
 _KNOWN_TRIPS = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
 _LOOP_PARTS = re.compile(r"\b(condition|body)=%?([\w.\-]+)")

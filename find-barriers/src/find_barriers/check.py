@@ -1,0 +1,78 @@
+"""One run of the check: each module read once, its sites found, and each blocked site's status
+against the baseline and the rules ignored."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Iterator, Sequence
+
+from find_barriers import baseline
+from find_barriers.dumps import Module, read_modules
+from find_barriers.rules import rule_of
+from find_barriers.sites import TransposeSite, find_sites
+
+NEW, ACCEPTED, IGNORED = "new", "accepted", "ignored"
+"""A blocked site's status: a finding, in the baseline, or of a rule ``--ignore`` names."""
+VERDICTS = ("blocked", "foldable", "kept")
+
+
+@dataclasses.dataclass(frozen=True)
+class Checked:
+    """One module's sites, in the order :func:`~find_barriers.sites.find_sites` gives, each with
+    its status (None for a site no ``Sharding`` call blocks)."""
+
+    module: Module
+    sites: list[TransposeSite]
+    statuses: list[str | None]
+
+    def __iter__(self) -> Iterator[tuple[TransposeSite, str | None]]:
+        return iter(zip(self.sites, self.statuses, strict=True))
+
+    def accepting_all(self) -> Checked:
+        """This module with every new blocked site accepted (a baseline was just written)."""
+        statuses = [ACCEPTED if status == NEW else status for status in self.statuses]
+        return dataclasses.replace(self, statuses=statuses)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """How many sites of each verdict."""
+        return {v: sum(site.verdict == v for site in self.sites) for v in VERDICTS}
+
+    @property
+    def findings(self) -> list[TransposeSite]:
+        """The new blocked sites: what fails the check."""
+        return [site for site, status in self if status == NEW]
+
+    @property
+    def bytes_at_stake(self) -> int:
+        """The bytes of every blocked site not ignored, per step (a site of unknown trip count
+        counted once): a ranking of modules, not a cost."""
+        return sum(
+            site.bytes * (site.trips or 1) for site, status in self if status in (NEW, ACCEPTED)
+        )
+
+
+def check(
+    paths: Sequence[str],
+    pattern: str | None = None,
+    accepted: Counter | None = None,
+    ignored: frozenset[str] = frozenset(),
+) -> list[Checked]:
+    """Every module ``paths`` name (``pattern`` narrowing a dump directory's), its sites, and each
+    blocked site's status: ``ignored`` (its rule is), ``accepted`` (the baseline's counts of its
+    key cover it) or ``new``."""
+    left = Counter(accepted)
+    checked = []
+    for module in read_modules(paths, pattern):
+        sites = [] if module.same_as else find_sites(module.program)
+        statuses: list[str | None] = []
+        for site in sites:
+            rule = rule_of(site)
+            status = None if rule is None else IGNORED if rule.code in ignored else NEW
+            if status == NEW and left[tag := baseline.tag(baseline.key(module, site))] > 0:
+                left[tag] -= 1
+                status = ACCEPTED
+            statuses.append(status)
+        checked.append(Checked(module, sites, statuses))
+    return checked

@@ -1,0 +1,122 @@
+"""The command line: ``find-barriers PATH [PATH ...]`` reads XLA's ``before_optimizations`` dumps
+(a dump directory, or files) and lists each transpose a dot feeds, at the user's line, failing
+on the folds a ``Sharding`` call blocks."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import NoReturn
+
+from find_barriers import __version__, baseline, report
+from find_barriers.check import check
+from find_barriers.dumps import HOW_TO_GET_HLO
+from find_barriers.rules import RULES, parse_codes
+from find_barriers.sarif import sarif
+
+FORMATS = ("text", "json", "github", "sarif")
+PIPE_CLOSED = 141
+"""The exit status when the reader of the output went away (``| head``): 128 + SIGPIPE, what a
+shell reports for a process a closed pipe stops."""
+EPILOG = f"""exit status:
+  0    no new blocked site
+  1    new blocked sites: a Sharding call blocks a fold XLA's simplifier would make
+  2    an error: bad input or options, an unsupported Python, or find-barriers itself failed
+  {PIPE_CLOSED}  the output's reader went away (| head)
+
+rules:
+{chr(10).join(f"  {rule.code}  {rule.name}: {rule.summary}" for rule in RULES.values())}
+
+Bytes at stake rank the sites and modules; they do not price them.
+
+example:
+  XLA_FLAGS="--xla_dump_to=dump --xla_dump_hlo_as_text" python train.py
+  find-barriers dump --module jit_train_step --baseline barriers.json
+"""
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one ``error:`` line and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
+def parser() -> Parser:
+    """The command line's options."""
+    found = Parser(
+        prog="find-barriers",
+        description=f"{__doc__.split(':', 1)[1].strip()} {HOW_TO_GET_HLO}.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add = found.add_argument
+    add("paths", nargs="+", metavar="PATH", help="HLO text files or XLA dump directories")
+    add("--module", metavar="REGEX", help="in a directory, the modules whose name matches")
+    add("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    add("--baseline", metavar="FILE", help="accept the blocked sites recorded in FILE")
+    add("--write-baseline", metavar="FILE", help="record today's blocked sites in FILE")
+    add("--ignore", metavar="RULE", action="append", default=[], help="ignore a rule (FB003)")
+    add("--exit-zero", action="store_true", help="exit 0 even when new blocked sites are found")
+    add("-q", "--quiet", action="store_true", help="print the new blocked sites only, one a line")
+    add("--all-modules", action="store_true", help="list a directory's modules without sites")
+    add("--debug", action="store_true", help="print the traceback of an error")
+    add("--version", action="version", version=f"find-barriers {__version__}")
+    return found
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check the modules ``args`` names, print the report and return the exit status."""
+    ignored = frozenset(code for text in args.ignore for code in parse_codes(text))
+    accepted = baseline.load(args.baseline) if args.baseline else None
+    checked = check(args.paths, args.module, accepted, ignored)
+    if args.write_baseline:  # what it records is accepted from now on, this run included
+        blocked = [(item.module, site) for item in checked for site in item.sites if site.blocked]
+        baseline.write(args.write_baseline, blocked)
+        checked = [item.accepting_all() for item in checked]
+    status = int(any(item.findings for item in checked) and not args.exit_zero)
+    if args.format == "json":
+        output = report.as_json(checked, status)
+    elif args.format == "github":
+        output = report.github(checked)
+    elif args.format == "sarif":
+        output = sarif(checked)
+    else:  # a module without sites is listed when named as a file, or when asked
+        shown = {
+            item.module.path
+            for item in checked
+            if item.sites or args.all_modules or item.module.path in args.paths
+        }
+        output = report.text(checked, shown, quiet=args.quiet)
+    if output:
+        print(output)
+    return status
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """``find-barriers``: exit 0, 1 or 2 as ``--help`` says, never with a traceback unless
+    ``--debug`` asks."""
+    args = parser().parse_args(argv)
+    try:
+        status = run(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # quiet at exit too
+        raise SystemExit(PIPE_CLOSED) from None
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    except Exception as error:  # noqa: BLE001 - every failure is exit status 2, never 1
+        if args.debug:
+            traceback.print_exc()
+        elif isinstance(error, (ValueError, OSError)):  # bad input: the message names it
+            sys.stderr.write(f"error: {' '.join(str(error).split())}\n")
+        else:
+            sys.stderr.write(
+                f"error: find-barriers {__version__} failed ({type(error).__name__}: {error}); "
+                "rerun with --debug for the traceback, and report it\n"
+            )
+        raise SystemExit(2) from None
+    raise SystemExit(status)

@@ -1,0 +1,189 @@
+"""Which parameter a weight-gradient dot differentiates, and what a dot computes, as far as a
+module tells: followed through calls, loops (stacked layers, gradient accumulation) and slices."""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+from find_barriers.loops import loop_parts
+from find_barriers.program import (
+    SAME_VALUE,
+    Instruction,
+    Program,
+    callees,
+    is_sharding_call,
+    tuple_index,
+)
+from find_barriers.shapes import has_dims
+
+
+def role(op_name: str | None, parameter: str | None, output: int | str | None) -> str:
+    """What the dot computes: the ``forward`` pass (JAX names the backward pass
+    ``transpose(...)`` in ``op_name``), a ``weight gradient`` (the parameter, or an output it
+    reaches, is known), an ``activation gradient``, or ``unknown`` without an ``op_name``.
+
+    >>> role("jit(step)/jvp(bhqk,bkhd->bqhd)/dot_general", None, None)
+    'forward'
+    >>> role("jit(step)/transpose(jvp())/dot_general", "model.states[0][3]", None)
+    'weight gradient'
+    """
+    if op_name is not None and "transpose(" not in op_name:
+        return "forward"
+    if parameter is not None or output is not None:
+        return "weight gradient"
+    return "unknown" if op_name is None else "activation gradient"
+
+
+class Origin(NamedTuple):
+    """What made a value (None: the module does not say), and whether it was sliced on the way."""
+
+    inst: Instruction | None
+    sliced: bool
+
+
+class Parameters:
+    """Which parameter each weight-gradient dot differentiates: the dot that reads the same
+    activation in the forward pass and, as its other operand, an entry parameter with the
+    gradient's sizes. Named as the dump names it (``model.head.kernel.value`` under
+    ``jax.jit``, ``model.states[0][32]`` under ``nnx.jit``)."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+
+    @functools.cache  # noqa: B019 - one instance per program, dropped with it
+    def origin(self, name: str) -> Origin:
+        """What made value ``name``, and whether a slice of it was taken on the way (a stacked
+        layer's weight, read one layer at a time). Skipped: ops that pass a value on unchanged, an
+        argument of a called computation (to the caller's operand), a loop's state that the loop
+        passes on unchanged (to the value the loop starts from), a tuple's element (to the value
+        put there), and a dynamic slice (to the array it slices)."""
+        program, sliced, seen = self.program, False, set()
+        inst = program.by_name.get(name)
+        while inst is not None and inst.name not in seen:
+            seen.add(inst.name)
+            if _passes_on(inst):
+                following = inst.operands[0] if inst.operands else None
+            elif inst.opcode == "get-tuple-element":
+                following = self._element(inst.operands[0], tuple_index(inst))
+            elif inst.opcode == "dynamic-slice" or self._slices(inst):
+                following, sliced = inst.operands[0], True
+            elif inst.opcode == "parameter":
+                following = self._argument(inst)
+            else:
+                following = None
+            if following is None:
+                return Origin(inst, sliced)
+            inst = program.by_name.get(following)
+        return Origin(None, sliced)
+
+    def _argument(self, parameter: Instruction) -> str | None:
+        """The caller's operand behind a called computation's ``parameter``, where one ``call``
+        calls it; None for the entry's parameters and every other case."""
+        program = self.program
+        comp = program.owner.get(parameter.name)
+        callers = program.callers_of(comp) if comp != program.entry else []
+        index = int(parameter.operands[0]) if parameter.operands[0].isdigit() else -1
+        if len(callers) != 1 or callers[0][1].opcode != "call":
+            return None
+        operands = callers[0][1].operands
+        return operands[index] if 0 <= index < len(operands) else None
+
+    def _element(self, name: str, index: int) -> str | None:
+        """The value that element ``index`` of tuple ``name`` holds, where the module says: a
+        ``tuple``'s operand, or, for a loop's state or result, the value the loop started with,
+        if its body passes that element on unchanged."""
+        program = self.program
+        inst = program.by_name.get(name)
+        if inst is None:
+            return None
+        if inst.opcode == "tuple":
+            return inst.operands[index] if index < len(inst.operands) else None
+        loop = self._loop(inst)
+        if loop is None or not loop.operands:
+            return None
+        body = loop_parts(loop).get("body", "")
+        step = program.by_name.get(program.roots.get(body, ""))
+        if step is None or step.opcode != "tuple" or index >= len(step.operands):
+            return None
+        passed = program.by_name.get(step.operands[index])
+        while passed is not None and _passes_on(passed):
+            passed = program.by_name.get(passed.operands[0])
+        unchanged = (
+            passed is not None
+            and passed.opcode == "get-tuple-element"
+            and tuple_index(passed) == index
+            and program.by_name.get(passed.operands[0], passed).opcode == "parameter"
+            and program.owner.get(passed.name) == body
+        )
+        return self._element(loop.operands[0], index) if unchanged else None
+
+    def _loop(self, inst: Instruction) -> Instruction | None:
+        """The ``while`` whose result ``inst`` is, or whose body or condition takes ``inst`` as
+        its state."""
+        if inst.opcode == "while":
+            return inst
+        if inst.opcode != "parameter":
+            return None
+        callers = self.program.callers_of(self.program.owner.get(inst.name, ""))
+        loops = [caller for _, caller in callers if caller.opcode == "while"]
+        return loops[0] if len(loops) == 1 else None
+
+    def _slices(self, inst: Instruction) -> bool:
+        """Whether ``inst`` calls a computation that returns a dynamic slice of its first
+        argument (JAX's ``dynamic_index_in_dim``, how a scan reads one layer's weights)."""
+        if inst.opcode != "call":
+            return False
+        (callee,) = callees(inst)[:1] or ("",)
+        result = self.program.by_name.get(self.program.roots.get(callee, ""))
+        while result is not None and _passes_on(result) and result.operands:
+            result = self.program.by_name.get(result.operands[0])
+        if result is None or result.opcode != "dynamic-slice":
+            return False
+        sliced = self.program.by_name.get(result.operands[0])
+        return sliced is not None and sliced.name == self.program.parameter(callee, 0)
+
+    def readers(self, value: Instruction) -> list[tuple[Instruction, int]]:
+        """The dots that read ``value`` through ops that pass it on unchanged or into a called
+        computation, each with the operand it reads it as."""
+        program, found, pending, seen = self.program, [], [value.name], {value.name}
+        while pending:
+            for user, index in program.users(pending.pop()):
+                if user.opcode == "dot":
+                    found.append((user, index))
+                    continue
+                callee = callees(user) if user.opcode == "call" else None
+                name = program.parameter(callee[0], index) if callee else None
+                name = name or (user.name if _passes_on(user) else None)
+                if name is not None and name not in seen:
+                    seen.add(name)
+                    pending.append(name)
+        return found
+
+    def of(self, dot: Instruction, sizes: tuple[int, ...]) -> str | None:
+        """The parameter whose gradient ``dot`` makes (of sizes ``sizes`` in any order: a
+        transposed kernel has the same), else None."""
+        for operand in dot.operands[:2]:
+            activation = self.origin(operand).inst
+            for forward, index in self.readers(activation) if activation else []:
+                if forward is dot:
+                    continue
+                weight, stacked = self.origin(forward.operands[1 - index])
+                if self._is_weight(weight, sizes, stacked):
+                    return self.program.op_name(weight) or weight.name
+        return None
+
+    def _is_weight(self, inst: Instruction | None, sizes: tuple[int, ...], stacked: bool) -> bool:
+        """Whether ``inst`` is one of the step's inputs of sizes ``sizes``, or, read one slice at a
+        time (``stacked``), a stack of such arrays."""
+        entry = inst is not None and self.program.owner.get(inst.name) == self.program.entry
+        return (
+            entry
+            and inst.opcode == "parameter"
+            and (has_dims(inst, sizes) or (stacked and has_dims(inst, sizes, stacked=True)))
+        )
+
+
+def _passes_on(inst: Instruction) -> bool:
+    """Whether ``inst`` passes its operand on unchanged, as far as naming a parameter goes."""
+    return inst.opcode in SAME_VALUE or is_sharding_call(inst)

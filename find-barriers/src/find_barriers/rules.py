@@ -1,0 +1,80 @@
+"""The kinds of finding, each a rule with an ID (``--ignore FB003``), a fix in words, and the page
+section that shows it: a blocked site is one finding of exactly one rule."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from find_barriers.sites import TransposeSite
+
+DOCS_URL = "https://shard-perf-docs.readthedocs.io/en/latest/"
+"""Where the guides are published: every rule's help links into them. The one setting of the
+site's address here (the guides' Read the Docs address, ``.readthedocs.yaml``)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """A kind of finding: its ID and name (as ruff writes them), what it means, what to do, and
+    the guide section that shows the fix (a path under :data:`DOCS_URL`)."""
+
+    code: str
+    name: str
+    summary: str
+    fix: str
+    section: str
+
+    @property
+    def url(self) -> str:
+        """The address of the section that fixes it."""
+        return DOCS_URL + self.section
+
+
+WEIGHT_GRADIENT = Rule(
+    "FB001",
+    "blocked-weight-gradient",
+    "An explicit mesh's Sharding call blocks the fold of a weight gradient's transpose",
+    "produce this weight gradient in the kernel's own order: give the layer a dot_general that "
+    "runs the forward dot under jax.sharding.auto_axes (or a custom VJP whose weight-gradient "
+    "dot_general writes the kernel's shape), so no Sharding call lands between dot and transpose",
+    "guides/shard_mode_performance.html#fix-kernel-order",
+)
+CONSTRAINT = Rule(
+    "FB002",
+    "blocked-by-constraint",
+    "Your with_sharding_constraint stands between a dot and its transpose",
+    "move the constraint after the transpose (constrain the transposed value), or drop it",
+    "guides/check_a_run.html#fix-own-constraint",
+)
+OTHER_FOLD = Rule(
+    "FB003",
+    "blocked-activation-fold",
+    "An explicit mesh's Sharding call blocks a fold in a forward pass or an activation gradient",
+    "no rewrite is known to pay here; measure whether this fold matters with a one-device "
+    "compile that keeps the Sharding calls (the causal control)",
+    "guides/maxtext_decoder.html#fix-activation-folds",
+)
+RULES = {rule.code: rule for rule in (WEIGHT_GRADIENT, CONSTRAINT, OTHER_FOLD)}
+"""Every rule, by ID."""
+
+
+def rule_of(site: TransposeSite) -> Rule | None:
+    """The rule a site breaks: None unless a ``Sharding`` call blocks a fold XLA would make."""
+    if not site.blocked:
+        return None
+    if site.placed_by == "constraint":
+        return CONSTRAINT
+    return WEIGHT_GRADIENT if site.role == "weight gradient" else OTHER_FOLD
+
+
+def parse_codes(text: str) -> set[str]:
+    """Rule IDs from ``--ignore`` (comma-separated); a ValueError names an unknown one.
+
+    >>> sorted(parse_codes("FB003,fb001"))
+    ['FB001', 'FB003']
+    """
+    codes = {code.strip().upper() for code in text.split(",") if code.strip()}
+    if unknown := sorted(codes - RULES.keys()):
+        raise ValueError(
+            f"--ignore {', '.join(unknown)}: no such rule; the rules are {', '.join(RULES)}"
+        )
+    return codes

@@ -1,0 +1,81 @@
+"""``find-barriers --format sarif``: a SARIF 2.1.0 log, for code scanning. One result per blocked
+site not ignored, at the user's line, with its rule and a fingerprint of its own."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Sequence
+
+from find_barriers import __version__
+from find_barriers.baseline import key
+from find_barriers.check import ACCEPTED, NEW, Checked
+from find_barriers.dumps import Module
+from find_barriers.frames import readable
+from find_barriers.report import message, place
+from find_barriers.rules import DOCS_URL, RULES, rule_of
+from find_barriers.sites import TransposeSite
+
+SARIF_SCHEMA = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
+INFORMATION_URI = DOCS_URL + "guides/check_a_run.html"
+"""The page that introduces the check."""
+
+
+def fingerprint(module: Module, site: TransposeSite, seen: Counter) -> str:
+    """A site's identity for code scanning: its baseline key and the user's whole stack, lines
+    included, so two layers through one helper differ; sites alike in all of that are numbered."""
+    stack = [readable(frame) for frame in site.user_stack]
+    identity = json.dumps([key(module, site), stack], sort_keys=True)
+    seen[identity] += 1
+    return hashlib.sha256(f"{identity}#{seen[identity]}".encode()).hexdigest()
+
+
+def sarif(checked: Sequence[Checked]) -> str:
+    """The log: the tool with its version and rules, then one result per blocked site (``error``
+    when new; ``note``, suppressed, when the baseline accepts it)."""
+    results, seen = [], Counter()
+    codes = list(RULES)
+    for item in checked:
+        for site, status in item:
+            rule = rule_of(site)
+            if rule is None or status not in (NEW, ACCEPTED):
+                continue
+            file, line = place(item.module.path, site)
+            location: dict[str, object] = {"artifactLocation": {"uri": file}}
+            location |= {"region": {"startLine": line}} if line else {}
+            result = {
+                "ruleId": rule.code,
+                "ruleIndex": codes.index(rule.code),
+                "level": "error" if status == NEW else "note",
+                "message": {"text": message(site)},
+                "locations": [{"physicalLocation": location}],
+                "partialFingerprints": {"findBarriers/v2": fingerprint(item.module, site, seen)},
+            }
+            if status == ACCEPTED:
+                result["suppressions"] = [{"kind": "external", "justification": "in the baseline"}]
+            results.append(result)
+    rules = [
+        {
+            "id": rule.code,
+            "name": rule.name,
+            "shortDescription": {"text": rule.summary},
+            "help": {"text": f"Fix: {rule.fix}."},
+            "helpUri": rule.url,
+        }
+        for rule in RULES.values()
+    ]
+    driver = {
+        "name": "find-barriers",
+        "version": __version__,
+        "informationUri": INFORMATION_URI,
+        "rules": rules,
+    }
+    log = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{"tool": {"driver": driver}, "results": results}],
+    }
+    return json.dumps(log, indent=2)
