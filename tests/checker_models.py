@@ -1,6 +1,7 @@
 """Models of a user's own (not the guides'), whose XLA dumps test find-barriers: a stack of layers
-run with ``nnx.scan`` under gradient accumulation, and three layers through one shared
-``dot_general`` helper. Each step is ``jax.jit`` of a plain function on four devices."""
+run with ``nnx.scan`` under gradient accumulation, three layers through one shared
+``dot_general`` helper, and plain JAX on an Auto mesh whose own constraints, through one helper,
+stand between dots and transposes. Each step runs on four devices."""
 
 from __future__ import annotations
 
@@ -96,6 +97,23 @@ def flat_step(model: nnx.Module) -> tuple[Callable, tuple]:
 
     def train_step(model, x):
         grads = nnx.grad(lambda model: jnp.mean(model(x) ** 2))(model)
-        nnx.update(model, jax.tree.map(lambda p, g: p - 0.1 * g, nnx.state(model, nnx.Param), grads))
+        nnx.update(
+            model, jax.tree.map(lambda p, g: p - 0.1 * g, nnx.state(model, nnx.Param), grads)
+        )
 
     return nnx.jit(train_step), (model, jax.device_put(jnp.ones((8, EMBED)), P("data")))
+
+
+def constrain(x, *spec):
+    """A sharding helper every projection's output goes through."""
+    return lax.with_sharding_constraint(x, P(*spec))
+
+
+def constrained_step() -> tuple[Callable, tuple]:
+    """Plain JAX for an Auto mesh: two projections, each output constrained, then transposed."""
+
+    def train_step(x, w1, w2):
+        y = constrain(x @ w1, "data", None).T
+        return constrain(y @ w2, "data", None).T
+
+    return train_step, (jnp.ones((8, 16)), jnp.ones((16, 8)), jnp.ones((8, 8)))

@@ -75,6 +75,8 @@ class StableHLOProgram:
 
     def __init__(self, module: Any) -> None:
         self.entry = "main"
+        name = module.operation.attributes.get("sym_name")  # a StringAttr, printed quoted
+        self.name = "" if name is None else str(name).strip('"')
         self.handles: dict[str, tuple] = {}  # a record's name -> what it is made from
         self.computations: dict[str, tuple[Any, bool, bool]] = {}  # name -> block and tuples
         self.blocks: dict[Any, str] = {}  # MLIR block -> computation

@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from find_barriers.frames import readable
 from pydantic import model_validator
 
+from find_barriers.frames import readable
 from find_barriers.program import Instruction, attribute_dims, instructions, read_hlo
 from find_barriers.shapes import array_shapes, layout, shape_bytes
 from find_barriers.sites import TransposeSite, find_sites, value_source

@@ -37,8 +37,8 @@ class Module:
 
     @property
     def name(self) -> str:
-        """The module's name: :func:`module_name` of its file."""
-        return module_name(self.path)
+        """XLA's name for the module (``jit_train_step``): its text's, else its file's."""
+        return self.program.name or module_name(self.path)
 
 
 def module_name(path: str) -> str:

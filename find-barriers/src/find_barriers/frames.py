@@ -82,7 +82,9 @@ def layer_lines(
     found: list[tuple[Frame | None, Frame | None]] = []
     for stack in stacks:
         others = by_innermost[stack[0]] - {stack} if stack else set()
-        parting = [n for other in others if (n := _common(stack, other)) < min(len(stack), len(other))]
+        parting = [
+            n for other in others if (n := _common(stack, other)) < min(len(stack), len(other))
+        ]
         shared = max(parting, default=0)
         if not stack or not parting:
             found.append((stack[0] if stack else None, None))

@@ -57,7 +57,8 @@ class Parameters:
         layer's weight, read one layer at a time). Skipped: ops that pass a value on unchanged, an
         argument of a called computation (to the caller's operand), a loop's state that the loop
         passes on unchanged (to the value the loop starts from), a tuple's element (to the value
-        put there), and a dynamic slice (to the array it slices)."""
+        put there), a dynamic slice (to the array it slices), and a transpose of a stack so
+        sliced (MaxText's scanned layers keep the layer axis second)."""
         program, sliced, seen = self.program, False, set()
         inst = program.by_name.get(name)
         while inst is not None and inst.name not in seen:
@@ -65,9 +66,11 @@ class Parameters:
             if _passes_on(inst):
                 following = inst.operands[0] if inst.operands else None
             elif inst.opcode == "get-tuple-element":
-                following = self._element(inst.operands[0], tuple_index(inst))
+                following = self._element(inst.operands[0], tuple_index(inst), sliced)
             elif inst.opcode == "dynamic-slice" or self._slices(inst):
                 following, sliced = inst.operands[0], True
+            elif inst.opcode == "transpose" and sliced:  # a stack laid out layer axis first
+                following = inst.operands[0]
             elif inst.opcode == "parameter":
                 following = self._argument(inst)
             else:
@@ -89,10 +92,11 @@ class Parameters:
         operands = callers[0][1].operands
         return operands[index] if 0 <= index < len(operands) else None
 
-    def _element(self, name: str, index: int) -> str | None:
+    def _element(self, name: str, index: int, sliced: bool = False) -> str | None:
         """The value that element ``index`` of tuple ``name`` holds, where the module says: a
-        ``tuple``'s operand, or, for a loop's state or result, the value the loop started with,
-        if its body passes that element on unchanged."""
+        ``tuple``'s operand; for a loop's state or result, the value the loop started with, if
+        its body passes that element on unchanged; and, read one slice at a time (``sliced``),
+        the value a loop stacks into that element each trip (a scan's saved residuals)."""
         program = self.program
         inst = program.by_name.get(name)
         if inst is None:
@@ -106,17 +110,50 @@ class Parameters:
         step = program.by_name.get(program.roots.get(body, ""))
         if step is None or step.opcode != "tuple" or index >= len(step.operands):
             return None
-        passed = program.by_name.get(step.operands[index])
-        while passed is not None and _passes_on(passed):
-            passed = program.by_name.get(passed.operands[0])
-        unchanged = (
-            passed is not None
-            and passed.opcode == "get-tuple-element"
-            and tuple_index(passed) == index
-            and program.by_name.get(passed.operands[0], passed).opcode == "parameter"
-            and program.owner.get(passed.name) == body
+        passed = self._unwrapped(step.operands[index])
+        if self._is_state(passed, body, index):
+            return self._element(loop.operands[0], index, sliced)
+        if sliced and inst.opcode == "while" and passed is not None:
+            return self._stacked(passed, body, index)
+        return None
+
+    def _unwrapped(self, name: str) -> Instruction | None:
+        """The instruction behind ``name`` once ops that pass a value on unchanged are skipped."""
+        inst = self.program.by_name.get(name)
+        while inst is not None and _passes_on(inst) and inst.operands:
+            inst = self.program.by_name.get(inst.operands[0])
+        return inst
+
+    def _is_state(self, inst: Instruction | None, body: str, index: int) -> bool:
+        """Whether ``inst`` is element ``index`` of loop body ``body``'s own state."""
+        return (
+            inst is not None
+            and inst.opcode == "get-tuple-element"
+            and tuple_index(inst) == index
+            and self.program.by_name.get(inst.operands[0], inst).opcode == "parameter"
+            and self.program.owner.get(inst.name) == body
         )
-        return self._element(loop.operands[0], index) if unchanged else None
+
+    def _stacked(self, update: Instruction, body: str, index: int) -> str | None:
+        """The value ``update`` writes into element ``index`` of its loop's state, where it is a
+        dynamic update of that element (or a call of one, as ``dynamic_update_index_in_dim``)."""
+        if update.opcode == "dynamic-update-slice" or (
+            update.opcode == "call" and self._updates(update)
+        ):
+            stack, value = update.operands[:2]
+        else:
+            return None
+        return value if self._is_state(self._unwrapped(stack), body, index) else None
+
+    def _updates(self, call: Instruction) -> bool:
+        """Whether ``call`` returns its first argument with its second written into it."""
+        (callee,) = callees(call)[:1] or ("",)
+        result = self._unwrapped(self.program.roots.get(callee, ""))
+        if result is None or result.opcode != "dynamic-update-slice":
+            return False
+        stack, value = (self._unwrapped(name) for name in result.operands[:2])
+        arguments = (self.program.parameter(callee, 0), self.program.parameter(callee, 1))
+        return (stack and stack.name, value and value.name) == arguments
 
     def _loop(self, inst: Instruction) -> Instruction | None:
         """The ``while`` whose result ``inst`` is, or whose body or condition takes ``inst`` as
@@ -135,9 +172,7 @@ class Parameters:
         if inst.opcode != "call":
             return False
         (callee,) = callees(inst)[:1] or ("",)
-        result = self.program.by_name.get(self.program.roots.get(callee, ""))
-        while result is not None and _passes_on(result) and result.operands:
-            result = self.program.by_name.get(result.operands[0])
+        result = self._unwrapped(self.program.roots.get(callee, ""))
         if result is None or result.opcode != "dynamic-slice":
             return False
         sliced = self.program.by_name.get(result.operands[0])

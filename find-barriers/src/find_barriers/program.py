@@ -123,6 +123,8 @@ class Program(Protocol):
     a reader of a lowered module (the guides' ``snippets.hlo.stablehlo``) from its MLIR, on demand."""
 
     entry: str
+    name: str
+    """XLA's name for the module (``jit_train_step``); "" where the text gives none."""
 
     @property
     def by_name(self) -> Mapping[str, Instruction]: ...
@@ -164,6 +166,7 @@ class HloProgram(Program):
     computations: dict[str, list[Instruction]]
     entry: str
     stacks: dict[int, tuple[Frame, ...]] = dataclasses.field(default_factory=dict)
+    name: str = ""
 
     @functools.cached_property
     def by_name(self) -> Mapping[str, Instruction]:
@@ -257,6 +260,7 @@ def callees(inst: Instruction) -> list[str]:
 
 
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+_MODULE = re.compile(r"\s*HloModule\s+([\w.\-]+)")
 
 
 def read_hlo(hlo_text: str) -> HloProgram:
@@ -287,7 +291,8 @@ def read_hlo(hlo_text: str) -> HloProgram:
             found.setdefault(current, []).append(inst)
     if "#" in hlo_text:
         _add_element_reads(found)
-    return HloProgram(found, entry, _stacks(tables))
+    module = _MODULE.match(hlo_text)
+    return HloProgram(found, entry, _stacks(tables), module[1] if module else "")
 
 
 def _add_element_reads(computations: dict[str, list[Instruction]]) -> None:

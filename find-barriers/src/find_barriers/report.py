@@ -62,11 +62,9 @@ def site_lines(site: TransposeSite, status: str | None) -> list[str]:
     if rule is not None:
         per_step = "" if site.trips == 1 else f", {size(site.bytes_per_step or 0)} per step"
         unknown = ", per step unknown" if site.trips is None else per_step
-        placed = (
-            "your with_sharding_constraint"
-            if site.placed_by == "constraint"
-            else "an explicit mesh's type"
-        )
+        placed = "an explicit mesh's type"
+        if site.placed_by == "constraint":
+            placed = f"your with_sharding_constraint at {readable(site.placed_at) or '?'}"
         lines.append(f"{'':16}{size(site.bytes)} at stake{unknown}; Sharding call from {placed}")
         lines.append(f"{'':16}fix: {fix(site)}")
     elif site.verdict == "kept":
@@ -88,6 +86,7 @@ def text(checked: Sequence[Checked], shown: set[str], quiet: bool = False) -> st
         return "\n".join(
             f"{readable(site.user_line or site.source) or item.module.path}: "
             f"{rule.code} {rule.summary}: {site.what}, {site.chain}"
+            + (f" (via {readable(site.via)})" if site.via else "")
             for item in checked
             for site in item.findings
             if (rule := rule_of(site))

@@ -63,13 +63,15 @@ def elements_of(inst: Instruction | None) -> int:
 
 def has_dims(inst: Instruction, dims: tuple[int, ...] | None, stacked: bool = False) -> bool:
     """Whether ``inst``'s first array has exactly the sizes ``dims``, in any order (``None``: any);
-    with ``stacked``, after a leading dimension (a stack of layers, one slice each).
+    with ``stacked``, and one dimension more (a stack of layers, read one slice at a time).
 
-    >>> has_dims(Instruction("w", "f32[3,32,48]", "parameter", ("0",), ""), (48, 32), stacked=True)
+    >>> has_dims(Instruction("w", "f32[32,3,48]", "parameter", ("0",), ""), (48, 32), stacked=True)
     True
     """
     shapes = array_shapes(inst.shape)
     if not shapes or dims is None:
         return bool(shapes)
-    sizes = shapes[0][1][1:] if stacked else shapes[0][1]
-    return sorted(sizes) == sorted(dims)
+    sizes = list(shapes[0][1])
+    if not stacked:
+        return sorted(sizes) == sorted(dims)
+    return any(sorted(sizes[:i] + sizes[i + 1 :]) == sorted(dims) for i in range(len(sizes)))

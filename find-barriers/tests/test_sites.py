@@ -1,0 +1,146 @@
+"""Transpose-of-dot sites on hand-written HLO: what stands between, XLA's fold conditions, loops,
+outputs, parameters and the user's line."""
+
+import dataclasses
+
+from hlo_texts import FRAMES, LOOP, SHORTHAND_LOOP, SITES
+
+from find_barriers.frames import layer_lines, readable, user_frames
+from find_barriers.loops import run_counts
+from find_barriers.outputs import outputs_reached
+from find_barriers.program import Frame, read_hlo
+from find_barriers.sites import TransposeSite, find_sites
+
+
+def by_transpose(text: str) -> dict[str, TransposeSite]:
+    return {site.transpose: site for site in find_sites(read_hlo(text))}
+
+
+def test_what_stands_between_decides_the_verdict():
+    sites = by_transpose(SITES)
+    assert set(sites) == {"t1", "t2", "t3", "t6"}  # t4 reads a negate, t5 a parameter
+    assert (sites["t1"].between, sites["t1"].verdict) == (("Sharding",), "blocked")
+    assert (sites["t2"].between, sites["t2"].verdict) == ((), "foldable")
+    assert sites["t3"].no_fold.startswith("an all-reduce stands between")
+    assert (sites["t6"].verdict, sites["t6"].no_fold) == ("kept", "the dot has 2 users")
+    assert sites["t1"].chain == "dot f32[32,16] -> Sharding -> transpose f32[16,32]"
+
+
+def test_sites_carry_the_dot_shape_op_name_source_and_output():
+    sites = by_transpose(SITES)
+    assert (sites["t2"].dot_shape, sites["t2"].op_name) == ("f32[32,16]", "jit(step)/dot_general")
+    assert str(sites["t2"].source) == "/somewhere/site-packages/model/layers.py:42"
+    assert (sites["t1"].op_name, sites["t1"].source) == (None, None)
+    assert [sites[name].output for name in ("t2", "t1", "t3")] == [0, 1, None]
+
+
+def test_sizes_select_sites():
+    assert len(find_sites(read_hlo(SITES), dims=(32, 16))) == 4
+    assert find_sites(read_hlo(SITES), dims=(32, 8)) == []
+
+
+def test_a_site_in_a_loop_runs_once_per_trip_read_from_the_loop_condition():
+    (site,) = find_sites(read_hlo(LOOP))
+    assert (site.trips, str(site).endswith("x2 per run (in a loop)")) == (2, True)
+    assert find_sites(read_hlo(LOOP.replace("constant(2)", "constant(7)")))[0].trips == 7
+    assert find_sites(read_hlo(LOOP.replace("direction=LT", "direction=LE")))[0].trips == 3
+    known = LOOP.replace("body=body", 'body=body, backend_config={"known_trip_count":{"n":"9"}}')
+    assert find_sites(read_hlo(known))[0].trips == 9  # what XLA wrote wins
+    unknown = find_sites(read_hlo(LOOP.replace("compare(i, two)", "compare(i, i)")))[0]
+    assert (unknown.trips, unknown.bytes_per_step) == (None, None)
+    assert "x? per run (in a loop)" in str(unknown)
+
+
+def test_the_shorthand_loop_reads_as_the_longhand_one():
+    """JAX 0.12 dumps ``%carry#2``: the trip count and the output are found as before."""
+    (longhand,) = find_sites(read_hlo(LOOP))
+    (shorthand,) = find_sites(read_hlo(SHORTHAND_LOOP))
+    assert (shorthand.trips, shorthand.output, shorthand.role) == (2, 0, "weight gradient")
+    assert (shorthand.trips, shorthand.output) == (longhand.trips, longhand.output)
+
+
+def test_a_loops_condition_runs_once_more_than_its_body():
+    count = run_counts(read_hlo(LOOP))
+    assert (count("main"), count("body"), count("cond"), count("update")) == (1, 2, 3, 4)
+    assert count("nothing calls it") == 1
+
+
+def test_outputs_are_followed_through_a_loop_body_and_the_call_that_stacks_them():
+    assert outputs_reached(read_hlo(LOOP), ["t", "d", "unrelated", "w"]) == {
+        "t": 0,  # transpose -> stacking call -> loop result -> the entry's root
+        "d": 0,  # the dot's value flows the same way, through the transpose
+        "unrelated": None,  # a value nothing reads reaches nothing
+        "w": None,  # the weights feed a dot, which makes a new value
+    }
+    changed = LOOP.replace("call(stack, t, i)", "call(stack, stack, i)")
+    assert outputs_reached(read_hlo(changed), ["t"]) == {"t": None}
+
+
+CALL_RESULT = """
+%pair (a: f32[2,4], b: f32[2,4]) -> (f32[2,4], f32[2,4]) {
+  %a = f32[2,4] parameter(0)
+  %b = f32[2,4] parameter(1)
+  %n = f32[2,4] negate(%a)
+  ROOT %t = (f32[2,4], f32[2,4]) tuple(%n, %b)
+}
+
+ENTRY %main (x: f32[2,3], w: f32[3,4]) -> f32[4,2] {
+  %x = f32[2,3] parameter(0)
+  %w = f32[3,4] parameter(1)
+  %d = f32[2,4] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %c = (f32[2,4], f32[2,4]) call(%d, %d), to_apply=%pair
+  %e = f32[2,4] get-tuple-element(%c), index=0
+  ROOT %t = f32[4,2] transpose(%e), dimensions={1,0}
+}
+"""
+
+
+def test_a_calls_result_is_made_in_the_call_not_passed_through():
+    assert find_sites(read_hlo(CALL_RESULT)) == []
+    passed = CALL_RESULT.replace("tuple(%n, %b)", "tuple(%a, %b)")  # now the dot's own value
+    assert find_sites(read_hlo(passed)) == []  # still a call's result: not followed into it
+
+
+def test_the_users_line_is_the_first_frame_outside_the_libraries():
+    (site,) = find_sites(read_hlo(FRAMES))
+    flax, train = site.stack
+    assert (readable(flax), str(train)) == ("flax/nnx/nn/linear.py:422", "/home/me/train.py:58")
+    assert (site.user_stack, site.user_line, site.via) == ((train,), train, None)
+    assert site.where == "/home/me/train.py:58"
+
+
+def test_a_helper_several_layers_share_shows_each_layers_line_via_it():
+    helper, a, b, step = (Frame("m.py", n) for n in (38, 54, 60, 9))
+    assert layer_lines([(helper, a, step), (helper, b, step)]) == [(a, helper), (b, helper)]
+    assert layer_lines([(helper, a, step)]) == [(helper, None)]  # one caller: not a shared helper
+    assert layer_lines([(helper, a, step)], context=[(helper, b, step)]) == [(a, helper)]
+    assert layer_lines([(helper, a, step)], context=[(helper, a)]) == [(helper, None)]  # cut short
+    assert layer_lines([()]) == [(None, None)]
+
+
+def test_frames_repeated_by_nested_traces_count_once():
+    jax_frame = Frame("/v/lib/site-packages/jax/_src/api.py", 3)
+    model, step = Frame("/me/m.py", 5, "M.__call__"), Frame("/me/t.py", 9, "step")
+    assert user_frames([jax_frame, model, step, jax_frame, model, step]) == (model, step)
+
+
+def test_maxtexts_process_wide_constraint_shim_is_not_the_users_line():
+    """Once imported, MaxText's tunix adapter wraps ``with_sharding_constraint`` for every caller."""
+    shim = Frame("/v/site-packages/maxtext/integration/tunix/tunix_adapter.py", 43)
+    layer = Frame("/v/site-packages/maxtext/layers/linears.py", 9)
+    assert user_frames([shim, layer]) == (layer,)
+
+
+def test_a_site_reads_as_one_line_with_its_bytes():
+    site = TransposeSite("t", "f32[2,8]", "d", ("Sharding",), "barrier", "f32[8,2]", trips=3)
+    site = dataclasses.replace(site, output="w", user_line=Frame("/elsewhere/m.py", 3))
+    site = dataclasses.replace(site, role="weight gradient", via=Frame("/elsewhere/m.py", 1))
+    line = "/elsewhere/m.py:3 via /elsewhere/m.py:1  weight gradient (output w)"
+    assert (
+        str(site)
+        == f"blocked   {line}  dot f32[8,2] -> Sharding -> transpose f32[2,8]  x3 per run (in a loop)"
+    )
+    assert site.one_line("accepted").startswith(f"accepted  {line}")
+    assert (site.bytes, site.bytes_per_step) == (64, 192)
+    bare = dataclasses.replace(site, output=None, user_line=None, via=None, role="unknown")
+    assert str(bare).startswith("blocked   no source line  unknown  dot")
