@@ -6,14 +6,11 @@ import pytest
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from find_barriers.program import instructions, parse_instruction, read_hlo
-from find_barriers.shapes import shape_bytes
-from find_barriers.sites import find_sites
+from find_barriers.program import read_hlo
 from snippets.hlo.collectives import collectives, group_size
 from snippets.hlo.counts import opcode_counts, relayouts, sharding_call_count
 from snippets.hlo.gradients import _called, kernel_relayouts
 from snippets.hlo.passes import pass_order
-from tests.hlo_fixtures import SITES
 
 COMPILED = """
 HloModule jit_step, entry_computation_layout={(f32[2,1]{1,0})->f32[1,2]{1,0}}
@@ -35,39 +32,6 @@ ENTRY %main (p: f32[8,32]) -> f32[2,32] {
   ROOT %ds = f32[2,32]{1,0} dynamic-slice(%ar, %c, %c), dynamic_slice_sizes={2,32}
 }
 """
-
-
-def test_parse_instruction_reads_tuple_shapes_and_operands():
-    inst = parse_instruction('  %t = (f32[2]{0}, s32[]) tuple(%p, %q), metadata={op_name="x"}')
-    assert inst.shape == "(f32[2]{0}, s32[])"
-    assert inst.opcode == "tuple"
-    assert inst.operands == ("p", "q")
-
-
-@pytest.mark.parametrize(
-    "line",
-    [
-        "HloModule jit_step",
-        "ENTRY %main (p: f32[8,32]) -> f32[2,32] {",
-        "}",
-        "",
-        "%region_0.0 (x: f32[]) -> f32[] {",
-    ],
-)
-def test_non_instructions_are_not_parsed(line):
-    assert parse_instruction(line) is None
-
-
-def test_instructions_include_fused_computations():
-    names = [inst.name for inst in instructions(COMPILED)]
-    assert names[:3] == ["x", "y", "add.0"]
-    assert "ds" in names
-
-
-def test_shape_bytes():
-    assert shape_bytes("f32[8,32]{1,0}") == 1024
-    assert shape_bytes("(f32[2]{0}, bf16[4])") == 16
-    assert shape_bytes("f32[]") == 4
 
 
 def test_collectives_kinds_ranks_and_bytes():
@@ -94,41 +58,30 @@ def test_opcode_counts_does_not_count_prefixes():
     assert counts == {"all-gather": 1, "dynamic-slice": 1, "slice": 0}
 
 
+CALLS = """
+ENTRY main.1 {
+  a = f32[8,16]{1,0} parameter(0)
+  g = f32[8,32]{1,0} parameter(1)
+  d = f32[32,16]{1,0} dot(g, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  s = f32[32,16]{1,0} custom-call(d), custom_call_target="Sharding", sharding={replicated}
+  t = f32[16,32]{0,1} transpose(s), dimensions={1,0}
+  c = f32[16,32]{1,0} copy(t)
+  u = f32[16,8]{0,1} transpose(a), dimensions={1,0}
+  ROOT f = f32[16,32]{1,0} custom-call(c), custom_call_target="xla.sdy.FuncResultSharding"
+}
+"""
+
+
 def test_sharding_calls_are_counted_by_target_only():
-    assert sharding_call_count(SITES) == 2  # s1 and s6, not the FuncResultSharding call
+    assert sharding_call_count(CALLS) == 1  # not the FuncResultSharding call
     assert sharding_call_count(COMPILED) == 0
 
 
-def test_transpose_of_dot_sites_classify_what_stands_between():
-    sites = {site.transpose: site for site in find_sites(read_hlo(SITES))}
-    assert set(sites) == {"t1", "t2", "t3", "t6"}  # t4 is fed by a negate, t5 by a parameter
-    assert (sites["t1"].between, sites["t1"].kind) == (("Sharding",), "barrier")
-    assert (sites["t2"].between, sites["t2"].kind) == ((), "foldable")
-    assert sites["t3"].between == ("get-tuple-element", "all-reduce")
-    assert sites["t3"].kind == "all-reduce"
-    assert sites["t3"].dot == "d3"
-    assert (
-        sites["t3"].chain
-        == "dot f32[32,16] -> all-reduce -> get-tuple-element -> transpose f32[16,32]"
-    )
-
-
-def test_transpose_of_dot_sites_filter_by_size():
-    assert len(find_sites(read_hlo(SITES), dims=(32, 16))) == 4
-    assert find_sites(read_hlo(SITES), dims=(32, 8)) == []
-
-
 def test_relayouts_list_transposes_and_copies_with_shapes():
-    found = [(r.opcode, r.shape) for r in relayouts(SITES, dims=(16, 32))]
-    assert [opcode for opcode, _ in found].count("transpose") == 5  # all but t5
-    assert ("copy", "f32[16,32]{1,0}") in found
+    found = [(r.opcode, r.shape) for r in relayouts(CALLS, dims=(16, 32))]
+    assert found == [("transpose", "f32[16,32]{0,1}"), ("copy", "f32[16,32]{1,0}")]
+    assert len(relayouts(CALLS)) == 3  # and the parameter's transpose
     assert relayouts(COMPILED) == []
-
-
-def test_a_site_reads_as_its_chain():
-    (site,) = [s for s in find_sites(read_hlo(SITES)) if s.blocked]
-    assert site.chain == "dot f32[32,16] -> Sharding -> transpose f32[16,32]"
-    assert site.blocked
 
 
 def dump(index, pipeline, after, before):
@@ -360,35 +313,3 @@ def test_collectives_in_a_compiled_scan_run_once_per_step_of_the_loop():
     assert sorted((c.kind, c.trips) for c in found) == [("all-reduce", 1), ("all-reduce", 5)]
     assert {c.bytes_per_rank for c in found} == {2 * 3 / 4 * 32}  # f32[1,8] over 4 ranks
     assert sorted(c.bytes_per_step for c in found) == [48, 5 * 48]
-
-
-def test_a_line_cut_off_mid_instruction_is_an_error_naming_its_line():
-    text = "ENTRY %main {\n  %a = f32[2] parameter(0)\n  %b = f32[2] add(%a, %"
-    with pytest.raises(ValueError, match="line 3 is not a whole instruction"):
-        read_hlo(text)
-
-
-CALL_RESULT = """
-%pair (a: f32[2,4], b: f32[2,4]) -> (f32[2,4], f32[2,4]) {
-  %a = f32[2,4] parameter(0)
-  %b = f32[2,4] parameter(1)
-  %n = f32[2,4] negate(%a)
-  ROOT %t = (f32[2,4], f32[2,4]) tuple(%n, %b)
-}
-
-ENTRY %main (x: f32[2,3], w: f32[3,4]) -> f32[4,2] {
-  %x = f32[2,3] parameter(0)
-  %w = f32[3,4] parameter(1)
-  %d = f32[2,4] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  %c = (f32[2,4], f32[2,4]) call(%d, %d), to_apply=%pair
-  %e = f32[2,4] get-tuple-element(%c), index=0
-  ROOT %t = f32[4,2] transpose(%e), dimensions={1,0}
-}
-"""
-
-
-def test_a_calls_result_is_made_in_the_call_not_passed_through():
-    """Element 0 of the call is a negate of its operand 0, a dot: no dot feeds the transpose."""
-    assert find_sites(read_hlo(CALL_RESULT)) == []
-    passed = CALL_RESULT.replace("tuple(%n, %b)", "tuple(%a, %b)")  # now the dot's own value
-    assert find_sites(read_hlo(passed)) == []  # still a call's result: not followed into it

@@ -19,7 +19,7 @@ SHARED_DOT_LINE = 30
 """The line of ``checker_models.shared_dot``'s dot, the helper the three layers share."""
 THREE_LAYER_LINES = (71, 72, 73)
 """The lines of ``ThreeLayers.__call__`` that call each layer."""
-PROJECTION_LINES = (115, 116)
+PROJECTION_LINES = (116, 117)
 """The lines of ``constrained_step``'s two projections."""
 
 

@@ -132,3 +132,16 @@ ENTRY main.1 {
 }
 """
 """A site whose dot's stack is Flax's line, then the user's."""
+
+NO_TUPLE_INDEX = """HloModule m
+
+ENTRY %main (a: f32[2,4], b: f32[4,8]) -> f32[8,2] {
+  %a = f32[2,4]{1,0} parameter(0)
+  %b = f32[4,8]{1,0} parameter(1)
+  %tup = (f32[2,4]{1,0}, f32[4,8]{1,0}) tuple(f32[2,4]{1,0} %a, f32[4,8]{1,0} %b)
+  %g = f32[2,4]{1,0} get-tuple-element((f32[2,4]{1,0}, f32[4,8]{1,0}) %tup)
+  %d = f32[2,8]{1,0} dot(f32[2,4]{1,0} %g, f32[4,8]{1,0} %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %t = f32[8,2]{1,0} transpose(f32[2,8]{1,0} %d), dimensions={1,0}
+}
+"""
+"""A module whose get-tuple-element lost its ``index=``: an edited file, not one XLA writes."""

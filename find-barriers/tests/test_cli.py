@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from hlo_texts import NO_TUPLE_INDEX
 
 import find_barriers
 from conftest import MODEL, PROJECTION_LINES, SHARED_DOT_LINE, THREE_LAYER_LINES
@@ -137,6 +138,28 @@ BAD = {
     "--module not a regular expression": (
         lambda d, t: [dump_directory(d, t, "constrained.hlo.txt"), "--module", "("],
         "--module '(' is not a regular expression",
+    ),
+    "a directory without a module": (
+        lambda d, t: [t],
+        "no *.before_optimizations.txt module in it",
+    ),
+    "a module cut off after a line": (
+        lambda d, t: [write(t, "cut.txt", cut_off(d / "constrained.hlo.txt").rpartition("\n")[0])],
+        "cut off, it ends inside a computation",
+    ),
+    "no ENTRY computation": (
+        lambda d, t: [
+            write(t, "e.txt", (d / "constrained.hlo.txt").read_text().replace("ENTRY ", ""))
+        ],
+        "no ENTRY computation",
+    ),
+    "a tuple read without its index": (
+        lambda d, t: [write(t, "i.txt", NO_TUPLE_INDEX)],
+        "names no index=: is the file edited?",
+    ),
+    "not HLO at all": (
+        lambda d, t: [write(t, "notes.txt", "dot then transpose\n")],
+        "no HLO instruction",
     ),
     "an unknown rule": (
         lambda d, t: [d / "constrained.hlo.txt", "--ignore", "FB009"],
