@@ -135,6 +135,24 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *(session.posargs or ["-v"]))
 
 
+CHECKER = Path("find-barriers")
+CHECKER_PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
+"""Every Python find-barriers supports (its own ``requires-python``, below the site's)."""
+
+
+@nox.session(python=CHECKER_PYTHONS, default=True)
+def checker(session: nox.Session) -> None:
+    """find-barriers' own tests, under each Python it supports, installed as its lock pins."""
+    session.run_install(
+        *("uv", "sync", "--locked", "--project", str(CHECKER), "--group=test"),
+        f"--python={session.virtualenv.location}",
+        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+        external=True,
+    )
+    session.chdir(CHECKER)
+    session.run("pytest", *session.posargs)
+
+
 @nox.session(python=PYTHON, default=False)
 def docs(session: nox.Session) -> None:
     """Build the HTML site, executing the guides (cached); warnings are errors."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -10,7 +11,10 @@ from typing import NamedTuple
 
 import yaml
 
-CHECKOUT = ("pyproject.toml", "uv.lock", "README.md", ".python-version", ".github", "snippets")
+CHECKOUT = (
+    *("pyproject.toml", "uv.lock", "README.md", ".python-version", ".github", "snippets"),
+    "find-barriers",
+)
 """What a job of this repository's reads from its checkout."""
 
 
@@ -23,15 +27,43 @@ class JobStep(NamedTuple):
 
 
 def job_steps(workflow: Path, job: str) -> list[JobStep]:
-    """``job``'s ``run:`` steps with the environment each sees (the job's, then the step's);
-    ``uses:`` steps are actions, which only a runner runs, so they are left out."""
+    """``job``'s ``run:`` steps with the environment each sees (the job's, then the step's), and
+    those of each composite action of the repository it ``uses:`` (``./PATH``) in its place.
+    Other actions are fetched and run by a runner only, so they are left out."""
     spec = yaml.safe_load(workflow.read_text())["jobs"][job]
+    found = []
+    for step in spec["steps"]:
+        env = spec.get("env", {}) | step.get("env", {})
+        if "run" in step:
+            found.append(JobStep(step.get("name", step["run"]), step["run"], env))
+        elif step["uses"].startswith("./"):
+            found += action_steps(workflow.parents[2], step["uses"], step.get("with", {}), env)
+    return found
+
+
+def action_steps(repository: Path, uses: str, given: dict, env: dict) -> list[JobStep]:
+    """The ``run:`` steps of the composite action at ``uses`` (``./PATH``) with inputs ``given``:
+    each ``${{ inputs.NAME }}`` and ``${{ github.action_path }}`` of its ``env:`` filled in."""
+    spec = yaml.safe_load((repository / uses / "action.yml").read_text())
+    values = {
+        f"inputs.{name}": str(given.get(name, it.get("default", "")))
+        for name, it in spec["inputs"].items()
+    }
+    values["github.action_path"] = uses
+
+    def filled(text: str) -> str:
+        found = re.fullmatch(r"\$\{\{\s*([\w.]+)\s*\}\}", str(text))
+        if found is None:
+            return str(text)
+        if found[1] not in values:
+            raise ValueError(f"{uses}/action.yml: {text} is not an input or the action's path")
+        return values[found[1]]
+
     return [
         JobStep(
-            step.get("name", step["run"]), step["run"], spec.get("env", {}) | step.get("env", {})
+            step["name"], step["run"], env | {k: filled(v) for k, v in step.get("env", {}).items()}
         )
-        for step in spec["steps"]
-        if "run" in step
+        for step in spec["runs"]["steps"]
     ]
 
 

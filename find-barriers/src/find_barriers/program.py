@@ -120,7 +120,7 @@ Value = str | tuple[str, int]
 class Program(Protocol):
     """What the readers of a module's records ask of it (the site finder, the fold rule, the
     provenance): :class:`HloProgram` answers from HLO text, and
-    a reader of a lowered module (the guides' ``snippets.hlo.stablehlo``) from its MLIR, on demand."""
+    a reader of a lowered program's StableHLO, from its MLIR, on demand."""
 
     entry: str
     name: str

@@ -33,9 +33,8 @@ WEIGHT_GRADIENT = Rule(
     "FB001",
     "blocked-weight-gradient",
     "An explicit mesh's Sharding call blocks the fold of a weight gradient's transpose",
-    "produce this weight gradient in the kernel's own order: give the layer a dot_general that "
-    "runs the forward dot under jax.sharding.auto_axes (or a custom VJP whose weight-gradient "
-    "dot_general writes the kernel's shape), so no Sharding call lands between dot and transpose",
+    "produce this weight gradient in the kernel's own order: run the layer's forward dot under "
+    "jax.sharding.auto_axes, or give it a custom VJP whose weight-gradient dot writes the kernel",
     "guides/shard_mode_performance.html#fix-kernel-order",
 )
 CONSTRAINT = Rule(
@@ -49,8 +48,8 @@ OTHER_FOLD = Rule(
     "FB003",
     "blocked-activation-fold",
     "An explicit mesh's Sharding call blocks a fold in a forward pass or an activation gradient",
-    "no rewrite is known to pay here; measure whether this fold matters with a one-device "
-    "compile that keeps the Sharding calls (the causal control)",
+    "no rewrite is known to pay here; measure whether this fold matters with the causal control "
+    "(a one-device compile that keeps the Sharding calls)",
     "guides/maxtext_decoder.html#fix-activation-folds",
 )
 RULES = {rule.code: rule for rule in (WEIGHT_GRADIENT, CONSTRAINT, OTHER_FOLD)}
