@@ -200,6 +200,21 @@ def browser(session: nox.Session) -> None:
     session.run("pytest", "tests/browser", *(session.posargs or ["-v"]))
 
 
+DIST = Path("dist")
+
+
+@nox.session(python=PYTHON, default=False)
+def build(session: nox.Session) -> None:
+    """Each distribution's sdist and wheel, in ``dist/NAME/`` (the site's and find-barriers'),
+    checked with ``twine check --strict``; the release workflow publishes them."""
+    install(session, "build", project=False)
+    shutil.rmtree(DIST, ignore_errors=True)
+    for name, project in (("shard-perf-docs", "."), ("find-barriers", str(CHECKER))):
+        session.run("uv", "build", "--quiet", "--out-dir", str(DIST / name), project, external=True)
+    built = [*DIST.glob("*/*.whl"), *DIST.glob("*/*.tar.gz")]
+    session.run("twine", "check", "--strict", *sorted(map(str, built)))
+
+
 @nox.session(python=PYTHON, default=False)
 def bench(session: nox.Session) -> None:
     """find_barriers against the lowering it reads at llama2-7b's shape, and the command line on

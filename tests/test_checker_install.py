@@ -84,7 +84,11 @@ def test_the_checker_declares_no_dependency_and_its_own_floor():
 
 def test_nothing_in_the_checker_names_the_site_package():
     package = CHECKER / "src" / "find_barriers"
-    named = [p for p in package.rglob("*.py*") if p.suffix in (".py", ".json") and "snippets" in p.read_text()]
+    named = [
+        p
+        for p in package.rglob("*.py*")
+        if p.suffix in (".py", ".json") and "snippets" in p.read_text()
+    ]
     assert named == []
 
 
