@@ -1,7 +1,7 @@
 """``python -m snippets COMMAND [options]``: every command of the project; alone, their list.
 
-Each command is the ``main`` of one module in :mod:`snippets.measure` (``find-barriers``: of
-:mod:`find_barriers.cli`), imported only when run, so ``find-barriers`` imports no JAX.
+Each command is the ``main`` of one module in :mod:`snippets.measure`, imported only when run.
+The dump check is find-barriers' own command (``find-barriers``, ``python -m find_barriers``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ COMMANDS = {
     "lowering": "snippets.measure.step_lowering",
     "collective_cost": "snippets.measure.collective_timing",
     "barrier": "snippets.measure.barrier",
-    "find-barriers": "find_barriers.cli",
     "causal_control": "snippets.measure.causal_control",
     "bench": "snippets.measure.bench",
     "reduce_scatter": "snippets.measure.reduce_scatter",

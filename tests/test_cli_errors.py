@@ -195,7 +195,7 @@ def test_a_pydantic_error_becomes_one_line_per_field():
 def test_a_module_without_a_command_line_does_nothing_when_run():
     """Python's convention: no ``__main__`` block, so ``python -m`` runs nothing and prints nothing."""
     result = subprocess.run(
-        [sys.executable, "-m", "find_barriers.sites"], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "snippets.hlo.counts"], capture_output=True, text=True, check=False
     )
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
 

@@ -1,5 +1,5 @@
-"""Readers of XLA's programs, one module per question asked of a
-:class:`~find_barriers.program.Program` of :class:`~find_barriers.program.Instruction` records,
-and find-barriers, the check built on them: no JAX import, except where a lowered module is read
-(:mod:`~snippets.hlo.stablehlo`, through JAX's MLIR bindings, and :mod:`~snippets.hlo.lowered`).
+"""The guides' readers of XLA's programs, beside find-barriers' (:mod:`find_barriers`, whose
+records they read): collectives and their bytes, counts, gradient paths and pass order from HLO
+text, and a lowered program's StableHLO (:mod:`~snippets.hlo.stablehlo`, through JAX's MLIR
+bindings) as the site finder reads it (:mod:`~snippets.hlo.lowered`).
 """

@@ -1,6 +1,6 @@
-"""find-barriers' Python API: the sites of a ``jax.jit(...).lower(...)``, outputs named, read
-from its StableHLO module (:mod:`snippets.hlo.stablehlo`, no HLO text printed) by the site
-finder the command line uses on dumps (:mod:`find_barriers.sites`)."""
+"""The sites of a ``jax.jit(...).lower(...)``, outputs named, read from its StableHLO module
+(:mod:`snippets.hlo.stablehlo`, no HLO text printed) by find-barriers' site finder
+(:func:`find_barriers.sites.find_sites`), in the process that lowered the step."""
 
 from __future__ import annotations
 
