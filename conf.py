@@ -41,6 +41,7 @@ exclude_patterns = [
     "*.egg-info",
     "tests",
     "snippets",
+    "find-barriers",  # its README is the distribution's, not a page
 ]
 
 # Guides execute at build time; the cache means an unchanged guide never re-runs,

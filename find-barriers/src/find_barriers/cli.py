@@ -42,6 +42,7 @@ class Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one ``error:`` line and exit status 2."""
 
     def error(self, message: str) -> NoReturn:
+        """Print one line naming the bad argument, then exit with status 2."""
         self.exit(2, f"error: {message} (see --help)\n")
 
 
