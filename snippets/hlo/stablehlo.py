@@ -29,9 +29,6 @@ _TERMINATORS = {"func.return", "stablehlo.return", "sdy.return"}
 _DTYPES = {"i1": "pred", "complex<f32>": "c64", "complex<f64>": "c128"}
 _DETAILED = {"broadcast", "call", "compare", "constant", "custom-call", "dot", "transpose"}
 """Opcodes whose record needs more than the operation's name (:func:`_details`)."""
-_LOC_NAME = re.compile(r'^loc\("((?:[^"\\]|\\.)*)"')
-_LOC_FRAME = re.compile(r'(?:"((?:[^"\\]|\\.)*)"\()?"((?:[^"\\]|\\.)*)":(\d+):\d+')
-"""A frame of a printed location: ``"function"("file":line:column``, the function optional."""
 
 
 def hlo_shape(mlir_type: str) -> str:
@@ -60,6 +57,10 @@ class _OnDemand(Mapping):
             self.made[key] = self.make(key)
         return self.made[key]
 
+    def get(self, key: str, default: Any = None) -> Any:
+        """As a dict's ``get``: without ``Mapping.get``'s exception for every key it lacks."""
+        return self[key] if key in self.made or key in self.known else default
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.known)
 
@@ -84,7 +85,7 @@ class StableHLOProgram:
         self.shapes: dict[Any, str] = {}  # MLIR type -> HLO shape
         self.kinds: dict[str, tuple[str, int]] = {}  # operation name -> opcode, regions
         self.found_transposes: list[Any] = []
-        self.locations: dict[str, str] = {}  # record name -> its printed location
+        self.stacks: dict[str, tuple[Frame, ...]] = {}  # record name -> its location's frames
         self.calls_to: dict[str, list[Any]] = {}  # function -> the calls of it
         self.by_name = _OnDemand(self._record, self.handles)
         self.owner = _OnDemand(self._owner, self.handles)
@@ -285,26 +286,23 @@ class StableHLOProgram:
                 found.append((self.by_name[self._name(user)], index))
         return found
 
-    def _location(self, inst: Instruction) -> str:
-        """The printed location of the operation or function argument behind a record (printing
-        one is slow: each is printed once)."""
-        if (printed := self.locations.get(inst.name)) is None:
-            kind, first, *rest = self.handles[inst.name]
-            where = self.computations[first][0].arguments[rest[0]] if kind == "arg" else first
-            printed = self.locations[inst.name] = (
-                str(where.location) if kind in ("arg", "op") else ""
-            )
-        return printed
+    def _location(self, inst: Instruction) -> Any:
+        """The MLIR location of the operation or function argument behind a record, if any."""
+        kind, first, *rest = self.handles[inst.name]
+        if kind == "arg":
+            return self.computations[first][0].arguments[rest[0]].location
+        return first.location if kind == "op" else None
 
     def op_name(self, inst: Instruction) -> str | None:
         """The location's name, as XLA's conversion to HLO takes it for ``op_name``."""
-        name = _LOC_NAME.match(self._location(inst))
-        return name and name[1]
+        location = self._location(inst)
+        return location.name_str if type(location).__name__ == "NameLoc" else None
 
     def stack(self, inst: Instruction) -> tuple[Frame, ...]:
-        """The location's frames, innermost (the first printed) first."""
-        found = _LOC_FRAME.findall(self._location(inst))
-        return tuple(Frame(file, int(line), function) for function, file, line in found)
+        """The location's frames, innermost first (each record's read once)."""
+        if (found := self.stacks.get(inst.name)) is None:
+            found = self.stacks[inst.name] = _frames(self._location(inst))
+        return found
 
     def known_stacks(self) -> tuple[()]:
         """None: a lowered module's locations are printed only for the operations asked about."""
@@ -316,6 +314,26 @@ class StableHLOProgram:
         if found is None or found[1] or index >= len(found[0].arguments):
             return None
         return self._register(f"{computation}.arg{index}", "arg", computation, index)
+
+
+def _frames(location: Any) -> tuple[Frame, ...]:
+    """The frames of a location, innermost first, walked through MLIR's location classes,
+    ``NameLoc(op_name, CallSiteLoc(callee, caller))`` with each callee
+    ``NameLoc(function, FileLineColLoc)`` (printing it and parsing the text costs six times as
+    much)."""
+    if type(location).__name__ == "NameLoc":  # the op_name
+        location = location.child_loc
+    frames, pending = [], [(location, "")]
+    while pending:
+        location, function = pending.pop()
+        kind = type(location).__name__
+        if kind == "CallSiteLoc":
+            pending += [(location.caller, ""), (location.callee, "")]  # the callee first
+        elif kind == "NameLoc":
+            pending.append((location.child_loc, location.name_str))
+        elif kind == "FileLineColLoc":
+            frames.append(Frame(location.filename, location.start_line, function))
+    return tuple(frames)
 
 
 def _symbol(attribute: Any) -> str:

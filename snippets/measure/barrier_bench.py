@@ -4,7 +4,7 @@ lowering it reads, and how long the command line takes on that model's XLA dump 
 ``python -m snippets barrier_bench`` (``nox -s bench``): by default MaxText's decoder at
 llama2-7b's shape, explicit mode, on 4 simulated devices. After a warm-up, each repeat lowers the
 step and runs ``lowered_sites`` on it, a full garbage collection between them (untimed), and a
-fresh ``python -m snippets find-barriers DIR`` reads the dump. No time is asserted anywhere.
+fresh ``find-barriers DIR`` process reads the dump. No time is asserted anywhere.
 """
 
 from __future__ import annotations
@@ -43,21 +43,21 @@ def write_dump(lowered: jax.stages.Lowered, directory: str) -> Path:
 
 
 _CHECK_WITH_PEAK = """import sys
-from snippets.__main__ import main
+from find_barriers.cli import main
 try:
-    main(["find-barriers", *sys.argv[1:]])
+    main(sys.argv[1:])
 finally:
     status = open("/proc/self/status").read()
     sys.stderr.write(status[status.index("VmHWM:") :].splitlines()[0])
 """
-"""``python -m snippets find-barriers`` that writes its own peak RSS (``VmHWM``) to stderr: a
-child's ``ru_maxrss`` would count this process's memory, copied into it before ``exec``."""
+"""``find-barriers`` that writes its own peak RSS (``VmHWM``) to stderr: a child's ``ru_maxrss``
+would count this process's memory, copied into it before ``exec``."""
 
 
 def read_dump(path: Path) -> tuple[float, int, int]:
-    """Seconds, peak resident bytes and exit status of ``python -m snippets find-barriers
-    PATH`` (a dump directory or file)."""
-    command = [sys.executable, "-c", _CHECK_WITH_PEAK, "--json", str(path)]
+    """Seconds, peak resident bytes and exit status of ``find-barriers --format json PATH`` (a
+    dump directory or file)."""
+    command = [sys.executable, "-c", _CHECK_WITH_PEAK, "--format", "json", str(path)]
     started = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started

@@ -30,11 +30,15 @@ def readable(frame: Frame | None) -> str | None:
     >>> readable(Frame("/venv/lib/python3.12/site-packages/flax/nnx/nn/linear.py", 422))
     'flax/nnx/nn/linear.py:422'
     """
-    if frame is None:
-        return None
+    return None if frame is None else _readable(frame, os.getcwd())
+
+
+@functools.lru_cache(maxsize=4096)
+def _readable(frame: Frame, directory: str) -> str:
+    """:func:`readable` from ``directory`` (a module's frames repeat: each is worked out once)."""
     if re.search(INSTALLED, frame.file):
         return f"{re.split(INSTALLED, frame.file)[-1]}:{frame.line}"
-    relative = os.path.relpath(frame.file, project_root(os.getcwd()))
+    relative = os.path.relpath(frame.file, project_root(directory))
     return str(frame) if relative.startswith("..") else f"{relative}:{frame.line}"
 
 
@@ -57,7 +61,13 @@ def user_frames(stack: Sequence[Frame]) -> tuple[Frame, ...]:
     >>> [str(frame) for frame in user_frames([flax, model, step, model, step])]
     ['/home/me/model.py:58', '/home/me/t.py:9']
     """
-    return tuple(dict.fromkeys(frame for frame in stack if not LIBRARIES.search(frame.file)))
+    return tuple(dict.fromkeys(frame for frame in stack if not _is_library(frame.file)))
+
+
+@functools.cache
+def _is_library(file: str) -> bool:
+    """Whether ``file`` is one of :data:`LIBRARIES` (a module's frames repeat a few files)."""
+    return LIBRARIES.search(file) is not None
 
 
 def layer_lines(

@@ -15,7 +15,7 @@ from find_barriers.program import (
     is_sharding_call,
     tuple_index,
 )
-from find_barriers.shapes import has_dims
+from find_barriers.shapes import array_shapes, has_dims
 
 
 def role(op_name: str | None, parameter: str | None, output: int | str | None) -> str:
@@ -178,6 +178,7 @@ class Parameters:
         sliced = self.program.by_name.get(result.operands[0])
         return sliced is not None and sliced.name == self.program.parameter(callee, 0)
 
+    @functools.cache  # noqa: B019 - one instance per program, dropped with it
     def readers(self, value: Instruction) -> list[tuple[Instruction, int]]:
         """The dots that read ``value`` through ops that pass it on unchanged or into a called
         computation, each with the operand it reads it as."""
@@ -198,6 +199,8 @@ class Parameters:
     def of(self, dot: Instruction, sizes: tuple[int, ...]) -> str | None:
         """The parameter whose gradient ``dot`` makes (of sizes ``sizes`` in any order: a
         transposed kernel has the same), else None."""
+        if tuple(sorted(sizes)) not in self._input_sizes:
+            return None  # no input of the step has them: an activation's gradient, at once
         for operand in dot.operands[:2]:
             activation = self.origin(operand).inst
             for forward, index in self.readers(activation) if activation else []:
@@ -207,6 +210,19 @@ class Parameters:
                 if self._is_weight(weight, sizes, stacked):
                     return self.program.op_name(weight) or weight.name
         return None
+
+    @functools.cached_property
+    def _input_sizes(self) -> set[tuple[int, ...]]:
+        """The sizes, sorted, of each input of the step, and of each with one dimension left
+        out (a stack of layers' weights)."""
+        found = set()
+        program, index = self.program, 0
+        while (name := program.parameter(program.entry, index)) is not None:
+            for _, dims in array_shapes(program.by_name[name].shape):
+                found.add(tuple(sorted(dims)))
+                found |= {tuple(sorted(dims[:i] + dims[i + 1 :])) for i in range(len(dims))}
+            index += 1
+        return found
 
     def _is_weight(self, inst: Instruction | None, sizes: tuple[int, ...], stacked: bool) -> bool:
         """Whether ``inst`` is one of the step's inputs of sizes ``sizes``, or, read one slice at a

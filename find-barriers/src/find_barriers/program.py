@@ -299,28 +299,36 @@ def _add_element_reads(computations: dict[str, list[Instruction]]) -> None:
     """Give each ``%state#2`` operand, HLO's shorthand for element 2 of tuple ``state`` (JAX 0.12's
     dumps read a loop's state so, with no ``get-tuple-element``), a ``get-tuple-element`` record of
     that name, placed after the tuple it reads."""
-    for insts in computations.values():
+    for comp, insts in computations.items():
         shapes = {inst.name: inst.shape for inst in insts}
-        reads = {
-            operand
-            for inst in insts
-            for operand in inst.operands
-            if "#" in operand and operand not in shapes
-        }
-        for read in sorted(reads, key=lambda name: (name.rpartition("#")[0], len(name), name)):
-            tuple_name, _, index = read.rpartition("#")
-            if tuple_name not in shapes or not index.isdigit():
-                raise ValueError(
-                    f"{read} reads an element of {tuple_name}, which is not a tuple here"
-                )
-            elements = _group(_COMMENT.sub("", shapes[tuple_name]))[0]
-            if int(index) >= len(elements):
-                raise ValueError(f"{read} reads past the end of {tuple_name}")
-            at = next(i for i, inst in enumerate(insts) if inst.name == tuple_name) + 1
-            shape = elements[int(index)].strip()
-            insts.insert(
-                at, Instruction(read, shape, "get-tuple-element", (tuple_name,), f", index={index}")
+        reads: dict[str, set[str]] = {}
+        for inst in insts:
+            for operand in inst.operands:
+                if "#" in operand and operand not in shapes:
+                    reads.setdefault(operand.rpartition("#")[0], set()).add(operand)
+        if not reads:
+            continue
+        found = []
+        for inst in insts:
+            found.append(inst)
+            for read in sorted(reads.pop(inst.name, ()), key=lambda name: (len(name), name)):
+                found.append(_element_read(read, inst))
+        if reads:
+            missing = min(name for names in reads.values() for name in names)
+            raise ValueError(
+                f"{missing} reads an element of {missing.rpartition('#')[0]}, which is not a tuple here"
             )
+        computations[comp] = found
+
+
+def _element_read(read: str, tuple_inst: Instruction) -> Instruction:
+    """The ``get-tuple-element`` record of ``read`` (``state#2``), element of ``tuple_inst``."""
+    index = read.rpartition("#")[2]
+    elements = _group(_COMMENT.sub("", tuple_inst.shape))[0] if tuple_inst.shape[:1] == "(" else []
+    if not index.isdigit() or int(index) >= len(elements):
+        raise ValueError(f"{read} reads past the end of {tuple_inst.name}")
+    shape = elements[int(index)].strip()
+    return Instruction(read, shape, "get-tuple-element", (tuple_inst.name,), f", index={index}")
 
 
 def _stacks(tables: dict[str, dict[int, str]]) -> dict[int, tuple[Frame, ...]]:

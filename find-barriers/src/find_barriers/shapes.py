@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -19,16 +20,18 @@ DTYPE_BYTES = {
 ARRAY_SHAPE = re.compile(r"(?P<dtype>[a-z]\w*)\[(?P<dims>[\d,]*)\]")
 
 
-def array_shapes(shape: str) -> list[tuple[str, tuple[int, ...]]]:
-    """The (dtype, dims) of every array in a shape, tuple shapes flattened.
+@functools.lru_cache(maxsize=4096)
+def array_shapes(shape: str) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """The (dtype, dims) of every array in a shape, tuple shapes flattened (a module's shapes
+    repeat: each is read once).
 
     >>> array_shapes("(f32[2,3]{1,0}, bf16[])")
-    [('f32', (2, 3)), ('bf16', ())]
+    (('f32', (2, 3)), ('bf16', ()))
     """
-    return [
+    return tuple(
         (m["dtype"], tuple(int(d) for d in m["dims"].split(",") if d))
         for m in ARRAY_SHAPE.finditer(shape)
-    ]
+    )
 
 
 def shape_bytes(shape: str) -> int:

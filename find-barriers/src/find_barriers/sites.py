@@ -5,6 +5,7 @@ would fold it. One definition of a site, whichever reader made the :class:`~find
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 
 from find_barriers import fold
@@ -88,7 +89,7 @@ class TransposeSite:
         """The dot's innermost frame, library or not."""
         return self.stack[0] if self.stack else None
 
-    @property
+    @functools.cached_property
     def user_stack(self) -> tuple[Frame, ...]:
         """The frames of the dot's stack that are the user's, innermost first."""
         return user_frames(self.stack)
@@ -173,14 +174,18 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
         shapes = inst.shape.split("{")[0], origin.shape.split("{")[0]
         placed = placed_by(program, [op for op in chain if is_sharding_call(op)])
         parameters = parameters or Parameters(program)
+        op_name = program.op_name(origin)
+        forward = role(op_name, None, None) == "forward"  # no parameter to look for
         sites.append(
             TransposeSite(
                 *(inst.name, shapes[0], origin.name, between, kind, shapes[1]),
-                op_name=program.op_name(origin),
+                op_name=op_name,
                 no_fold=fold.no_fold(program, inst, chain, origin),
                 trips=count(comp),
                 stack=program.stack(origin),
-                parameter=parameters.of(origin, array_shapes(inst.shape)[0][1]),
+                parameter=None
+                if forward
+                else parameters.of(origin, array_shapes(inst.shape)[0][1]),
                 placed_by=placed[0],
                 placed_at=placed[1],
             )
