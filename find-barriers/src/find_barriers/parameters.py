@@ -84,7 +84,7 @@ class Parameters:
         """The caller's operand behind a called computation's ``parameter``, where one ``call``
         calls it; None for the entry's parameters and every other case."""
         program = self.program
-        comp = program.owner.get(parameter.name)
+        comp = program.owner.get(parameter.name, program.entry)
         callers = program.callers_of(comp) if comp != program.entry else []
         index = int(parameter.operands[0]) if parameter.operands[0].isdigit() else -1
         if len(callers) != 1 or callers[0][1].opcode != "call":
@@ -207,7 +207,7 @@ class Parameters:
                 if forward is dot:
                     continue
                 weight, stacked = self.origin(forward.operands[1 - index])
-                if self._is_weight(weight, sizes, stacked):
+                if weight is not None and self._is_weight(weight, sizes, stacked):
                     return self.program.op_name(weight) or weight.name
         return None
 
@@ -215,7 +215,7 @@ class Parameters:
     def _input_sizes(self) -> set[tuple[int, ...]]:
         """The sizes, sorted, of each input of the step, and of each with one dimension left
         out (a stack of layers' weights)."""
-        found = set()
+        found: set[tuple[int, ...]] = set()
         program, index = self.program, 0
         while (name := program.parameter(program.entry, index)) is not None:
             for _, dims in array_shapes(program.by_name[name].shape):
@@ -224,12 +224,11 @@ class Parameters:
             index += 1
         return found
 
-    def _is_weight(self, inst: Instruction | None, sizes: tuple[int, ...], stacked: bool) -> bool:
+    def _is_weight(self, inst: Instruction, sizes: tuple[int, ...], stacked: bool) -> bool:
         """Whether ``inst`` is one of the step's inputs of sizes ``sizes``, or, read one slice at a
         time (``stacked``), a stack of such arrays."""
-        entry = inst is not None and self.program.owner.get(inst.name) == self.program.entry
         return (
-            entry
+            self.program.owner.get(inst.name) == self.program.entry
             and inst.opcode == "parameter"
             and (has_dims(inst, sizes) or (stacked and has_dims(inst, sizes, stacked=True)))
         )

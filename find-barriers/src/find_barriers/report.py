@@ -38,7 +38,7 @@ def fix(site: TransposeSite) -> str | None:
     if site.verdict == "kept":
         return f"XLA keeps this transpose in either mode: {site.no_fold}"
     rule = rule_of(site)
-    return rule and f"{rule.fix}. See {rule.url}"
+    return None if rule is None else f"{rule.fix}. See {rule.url}"
 
 
 def listed(checked: Checked) -> list[tuple[TransposeSite, str | None]]:
@@ -106,9 +106,9 @@ def text(checked: Sequence[Checked], shown: set[str], quiet: bool = False) -> st
     counted = [item for item in checked if not item.module.same_as]
     if len(checked) > 1:
         every = [site for item in counted for site in item.sites]
-        stake = sum(item.bytes_at_stake for item in counted)
+        total = sum(item.bytes_at_stake for item in counted)
         lines.append(
-            f"total: {len(counted)} modules, {summary(every)}; {size(stake)} at stake per step"
+            f"total: {len(counted)} modules, {summary(every)}; {size(total)} at stake per step"
         )
     return "\n".join(lines)
 
@@ -117,7 +117,7 @@ def record(site: TransposeSite, status: str | None) -> dict:
     """A site as JSON data: its fields, verdict, rule, lines, bytes, fix and status."""
     rule = rule_of(site)
     frames = [
-        {"file": readable(f).rpartition(":")[0], "line": f.line, "function": f.function}
+        {"file": (readable(f) or "").rpartition(":")[0], "line": f.line, "function": f.function}
         for f in site.user_stack
     ]
     return dataclasses.asdict(site) | {

@@ -36,7 +36,7 @@ def fingerprint(module: Module, site: TransposeSite, seen: Counter) -> str:
 def sarif(checked: Sequence[Checked]) -> str:
     """The log: the tool with its version and rules, then one result per blocked site (``error``
     when new; ``note``, suppressed, when the baseline accepts it)."""
-    results, seen = [], Counter()
+    results, seen = [], Counter[str]()
     codes = list(RULES)
     for item in checked:
         for site, status in item:
