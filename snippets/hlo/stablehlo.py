@@ -72,7 +72,7 @@ class StableHLOProgram:
     """A StableHLO module (``lowered.compiler_ir()``) as the :class:`~find_barriers.program.Program`
     the site finder reads, its entry the function ``main``, laid out as XLA's conversion to HLO
     lays it out (several results a tuple and one element each, a loop's state one tuple, a region
-    a computation); records hold only what the readers use."""
+    a computation); records hold only what the readers use (which is a root: :attr:`roots`)."""
 
     def __init__(self, module: Any) -> None:
         self.entry = "main"
@@ -187,7 +187,7 @@ class StableHLOProgram:
         block = self.computations[first][0]
         if kind == "arg":
             shape = self._shape(block.arguments[rest[0]])
-            return Instruction(name, shape, "parameter", (str(rest[0]),), "", self._is_root(name))
+            return Instruction(name, shape, "parameter", (str(rest[0]),), "")
         if kind == "state":
             return Instruction(name, self._tuple_shape(block.arguments), "parameter", ("0",), "")
         if kind == "state element":
@@ -202,7 +202,7 @@ class StableHLOProgram:
         opcode, regions = self._kind(op)
         operands = tuple(map(self._value_name, op.operands))
         attributes = ""
-        if op.name == "stablehlo.while":
+        if opcode == "while":
             cond, body = (self._block(region.blocks[0]) for region in op.regions)
             init = self._init(op)
             operands, attributes = (init,), f", condition={cond}, body={body}"
@@ -213,11 +213,9 @@ class StableHLOProgram:
         elif opcode in _DETAILED:
             opcode, operands, attributes = _details(op, opcode, operands, self._shape)
         results = op.results
-        shape = self._tuple_shape(results) if _tupled(op) else self._shape(results[0])
-        return Instruction(name, shape, opcode, operands, attributes, self._is_root(name))
-
-    def _is_root(self, name: str) -> bool:
-        return self.roots.get(self.owner[name]) == name
+        tupled = len(results) != 1 or opcode == "while"  # as _tupled, without asking again
+        shape = self._tuple_shape(results) if tupled else self._shape(results[0])
+        return Instruction(name, shape, opcode, operands, attributes)
 
     def _owner(self, name: str) -> str:
         kind, first, *_ = self.handles[name]
