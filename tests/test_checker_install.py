@@ -1,5 +1,5 @@
-"""find-barriers installed as a user installs it: alone, in a fresh environment of its oldest
-Python found here, beside another distribution's top-level ``snippets`` package."""
+"""find-barriers installed as a user installs it: alone, in a fresh environment of Python 3.10 and
+3.11 (where found), beside another distribution's top-level ``snippets`` package."""
 
 import hashlib
 import shutil
@@ -27,18 +27,14 @@ def uv(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return subprocess.run([UV, *args], capture_output=True, text=True, check=True, cwd=cwd)
 
 
-def oldest_python() -> str:
-    """The oldest Python find-barriers supports that uv finds here: 3.10, else 3.11."""
-    for version in ("3.10", "3.11"):
-        found = subprocess.run(
-            [UV, "python", "find", "--no-project", version],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if found.returncode == 0:
-            return found.stdout.strip()
-    pytest.skip("no Python 3.10 or 3.11 here, the versions below the site's own floor")
+def interpreter(version: str) -> str:
+    """The interpreter of ``version`` uv finds here; the test skips where there is none."""
+    found = subprocess.run(
+        [UV, "python", "find", "--no-project", version], capture_output=True, text=True, check=False
+    )
+    if found.returncode:
+        pytest.skip(f"no Python {version} here")
+    return found.stdout.strip()
 
 
 def files(folder: Path) -> dict[str, str]:
@@ -48,14 +44,15 @@ def files(folder: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """A fresh environment holding ``other-snippets``, then find-barriers from its folder."""
+@pytest.fixture(scope="module", params=["3.10", "3.11"])
+def installed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A fresh environment of each Python below the site's own floor, holding ``other-snippets``,
+    then find-barriers from its folder."""
     made = tmp_path_factory.mktemp("install")
     for name, text in OTHER.items():
         (made / "other" / name).parent.mkdir(parents=True, exist_ok=True)
         (made / "other" / name).write_text(text)
-    uv("venv", "--quiet", "--python", oldest_python(), str(made / "venv"))
+    uv("venv", "--quiet", "--python", interpreter(request.param), str(made / "venv"))
     python = made / "venv" / "bin" / "python"
     uv("pip", "install", "--quiet", "--python", str(python), str(made / "other"))
     site_packages = Path(
@@ -103,7 +100,7 @@ def test_installing_it_changes_no_file_of_another_snippets_package(installed):
     uv("pip", "install", "--quiet", "--python", str(installed["python"]), str(CHECKER))
 
 
-def test_it_runs_and_checks_a_dump_under_its_oldest_python(installed, tmp_path):
+def test_it_runs_and_checks_a_dump_under_each_older_python(installed, tmp_path):
     command = installed["bin"] / "find-barriers"
     version = subprocess.run([command, "--version"], capture_output=True, text=True, check=False)
     assert (version.returncode, version.stdout.startswith("find-barriers ")) == (0, True)
