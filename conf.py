@@ -42,6 +42,7 @@ exclude_patterns = [
     "tests",
     "snippets",
     "find-barriers",  # its README is the distribution's, not a page
+    "guides/*.ipynb",  # each guide's notebook for Colab, written from the guide (the page)
 ]
 
 # Guides execute at build time; the cache means an unchanged guide never re-runs,
@@ -92,12 +93,15 @@ html_favicon = "docs/_static/favicon.svg"
 
 
 def repository_options(url: str) -> dict[str, object]:
-    """Theme options for the repository button and the source, edit and issue links of ``url``.
+    """Theme options for the repository button and the source, edit and issue links of ``url``,
+    and, for a GitHub repository, each guide's "Colab" launch button (it opens the guide's
+    notebook beside it, ``guides/NAME.ipynb``).
 
     With no address there are no such links, and no placeholder stands in for one.
     """
     if not url:
         return {}
+    colab = {"colab_url": "https://colab.research.google.com"}  # it opens GitHub's notebooks only
     return {
         "repository_url": url,
         "repository_branch": "main",
@@ -106,7 +110,7 @@ def repository_options(url: str) -> dict[str, object]:
         "use_source_button": True,
         "use_edit_page_button": True,
         "use_issues_button": True,
-    }
+    } | ({"launch_buttons": colab} if urlparse(url).hostname == "github.com" else {})
 
 
 _PYPROJECT = tomllib.loads((Path(__file__).parent / "pyproject.toml").read_text())

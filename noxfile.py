@@ -63,7 +63,8 @@ BROWSER_SITE = Path("_build/browser-site")
 
 
 def install(session: nox.Session, *groups: str, project: bool = True) -> None:
-    """Install exactly what ``uv.lock`` pins: the named groups, and this project unless told not.
+    """Install exactly what ``uv.lock`` pins: the named groups, and this project with its
+    ``guides`` extra (the guides' stack) unless told not.
 
     Without the project, only the groups are installed (``--only-group``), not its
     dependencies. Bytecode is compiled at install: with ``PYTHONDONTWRITEBYTECODE``
@@ -75,6 +76,7 @@ def install(session: nox.Session, *groups: str, project: bool = True) -> None:
     """
     session.run_install(
         *("uv", "sync", "--locked", "--no-default-groups"),
+        *(["--extra=guides"] if project else []),
         *(f"--{'group' if project else 'only-group'}={group}" for group in groups),
         "--compile-bytecode",  # where PYTHONDONTWRITEBYTECODE is set, imports would recompile
         f"--python={session.virtualenv.location}",
@@ -121,7 +123,7 @@ def lint(session: nox.Session) -> None:
     schemas, actionlint and zizmor; then mypy on ``snippets/`` (``[tool.mypy]``), against the
     guides' stack. ``nox -s lint -- HOOK_ID`` runs one hook, and no mypy.
     """
-    install(session, "lint", project=False)
+    install(session, "lint")
     install_node_tools(session)
     session.run("pre-commit", "run", "--all-files", *session.posargs)
     if not session.posargs:
@@ -182,15 +184,18 @@ def notebooks(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, default=False)
 def browser(session: nox.Session) -> None:
-    """Every built page in headless Chromium at 1280 and 390 px, light and dark.
+    """The built site as a reader uses it: every page in headless Chromium at 1280 and 390 px,
+    light and dark, and each guide's downloadable notebook run in a fresh environment.
 
     Builds the site as ``nox -s docs`` does, into a fresh ``_build/browser-site`` (executed
     guides come from the cache, which the tests session fills), then serves it on 127.0.0.1
     and drives Debian's Chromium with Playwright: no request off the host, no console error,
     every link, anchor and image, external links against docs/external_links.txt, nothing
     wider than the screen, tables on a phone, page lengths, no raw markup, search, figure text
-    size and each guide's executed notebook. Screenshots land in ``_build/browser-screenshots``. Needs ``apt-get install
-    chromium`` (``CHROMIUM=PATH`` for another binary).
+    size and each guide's executed notebook. Then it installs the built wheels with their
+    ``guides`` extra outside the checkout and executes each notebook the site offers for
+    download, in an empty folder. Screenshots land in ``_build/browser-screenshots``. Needs
+    ``apt-get install chromium`` (``CHROMIUM=PATH`` for another binary).
     """
     install(session, "browser")
     started = time.perf_counter()
@@ -243,9 +248,9 @@ def _release(version: str) -> tuple[int, ...]:
 
 
 def project_pins(*names: str) -> list[str]:
-    """The named requirements exactly as ``pyproject.toml`` pins them: the project's own
-    (find-barriers') and the ``guides`` group's (the guides' stack)."""
-    pins = PYPROJECT["project"]["dependencies"] + PYPROJECT["dependency-groups"]["guides"]
+    """The named requirements exactly as ``pyproject.toml`` pins them in the ``guides`` extra
+    (the guides' stack)."""
+    pins = PYPROJECT["project"]["optional-dependencies"]["guides"]
     return [r for r in pins if r.split("==")[0] in names]
 
 

@@ -12,7 +12,7 @@ from snippets.support.workflow import copy_checkout, job_steps, run_step
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "barrier-gate.yml"
 HERE = {"UV_NO_SYNC": "1", "UV_PROJECT_ENVIRONMENT": sys.prefix}
-"""``uv run`` in this environment as it is (it holds the ``guides`` group), as the job's
+"""``uv run`` in this environment as it is (it holds the ``guides`` extra), as the job's
 ``uv run`` would after installing that group."""
 
 

@@ -13,7 +13,12 @@ def test_an_address_turns_on_the_repository_links():
     options = conf.repository_options("https://example.org/owner/name")
     assert options["repository_url"] == "https://example.org/owner/name"
     assert options["use_repository_button"]
-    assert "launch_buttons" not in options
+    assert "launch_buttons" not in options  # Colab opens notebooks from GitHub only
+
+
+def test_a_github_address_adds_colabs_launch_button():
+    options = conf.repository_options("https://github.com/owner/name")
+    assert options["launch_buttons"] == {"colab_url": "https://colab.research.google.com"}
 
 
 def test_run_it_yourself_shows_the_address_or_the_downloads(built_site):

@@ -118,7 +118,7 @@ def import_maxtext() -> Any:
     except ImportError as error:
         raise SetupError(
             f"MaxText {MAXTEXT_RELEASE} cannot be imported: {error} (the package {error.name!r} "
-            "is missing; `uv sync --group docs` installs what uv.lock pins)"
+            "is missing; `uv sync --extra guides` installs what uv.lock pins)"
         ) from error
     finally:
         flax_config.update("flax_always_shard_variable", shard_variables)

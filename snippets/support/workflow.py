@@ -30,6 +30,11 @@ def job_steps(workflow: Path, job: str) -> list[JobStep]:
     """``job``'s ``run:`` steps with the environment each sees (the job's, then the step's), and
     those of each composite action of the repository it ``uses:`` (``./PATH``) in its place.
     Other actions are fetched and run by a runner only, so they are left out."""
+    if not workflow.is_file():
+        raise FileNotFoundError(
+            f"{workflow}: no such workflow; this runs a job of the site's repository in a copy "
+            "of its checkout, so it needs a clone of the repository"
+        )
     spec = yaml.safe_load(workflow.read_text())["jobs"][job]
     found = []
     for step in spec["steps"]:
