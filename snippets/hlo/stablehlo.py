@@ -72,7 +72,7 @@ class StableHLOProgram:
     """A StableHLO module (``lowered.compiler_ir()``) as the :class:`~find_barriers.program.Program`
     the site finder reads, its entry the function ``main``, laid out as XLA's conversion to HLO
     lays it out (several results a tuple and one element each, a loop's state one tuple, a region
-    a computation); records hold only what the readers use (which is a root: :attr:`roots`)."""
+    a computation); records hold only what the readers use (which is a root: ``roots`` says)."""
 
     def __init__(self, module: Any) -> None:
         self.entry = "main"
