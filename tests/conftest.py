@@ -1,58 +1,54 @@
-"""The site built once per test run, in the background: every guide executes exactly once.
+"""The site built once per test run, in the background, for the tests marked ``site``.
 
-The build starts as soon as the tests are collected, in its own process, and the tests that
-read it run last, so on a machine with two cores the snippet tests run while the guides
-execute.
+A test that uses ``built_site`` checks the site itself (its HTML, its warnings, its executed
+notebooks) and is marked ``site``; ``-m "not site"`` leaves those out, and then nothing is built.
+The build starts as soon as the tests are collected, in its own process, and the site checks run
+last, so the other tests run while the guides execute. It goes to ``_build/test-site``, never to
+the developer's ``_build/html`` or ``_build/.jupyter_cache``: its pages are read afresh each run
+(every warning counts), and its guides execute only when what they read changed since the last
+run's execution (``conf.py``). Results a guide and a test share (:mod:`snippets.support.results`)
+are kept beside it, in ``_build/test-site/results``.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-import nbformat
 import pytest
+
+from snippets.support.results import FOLDER
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "_build" / "test-site"
-"""Where the test run's build goes: its HTML, its execution cache and its log."""
-EXECUTION_CACHE = ROOT / "_build" / ".jupyter_cache"
-"""The cache ``conf.py`` names, which ``nox -s docs`` and ``nox -s browser`` read."""
+"""Where the test run's build goes: its HTML, its execution cache, its log and shared results."""
 BUILD = pytest.StashKey[subprocess.Popen]()
+
+os.environ.setdefault(FOLDER, str(OUT / "results"))  # for these tests and the guides they build
 
 
 @dataclasses.dataclass(frozen=True)
 class BuiltSite:
-    """Where one ``-W`` build put its HTML and the notebooks it executed."""
+    """Where one ``-W`` build put its HTML, and its log."""
 
     html: Path
-    executed: Path
     log: str
 
     def executed_notebook(self, guide: Path) -> Path:
-        """The ``.ipynb`` this build executed for ``guide`` (a path under ``guides/``)."""
-        return self.executed / guide.resolve().relative_to(ROOT).with_suffix(".ipynb")
-
-    def glued(self, guide: str, name: str) -> Any:
-        """The Python literal ``guides/<guide>.md`` glued (myst-nb) as ``name`` in this build."""
-        notebook = nbformat.read(self.executed_notebook(ROOT / "guides" / f"{guide}.md"), 4)
-        for cell in notebook.cells:
-            for output in cell.get("outputs", []):
-                if output.get("metadata", {}).get("scrapbook", {}).get("name") == name:
-                    text = next(v for k, v in output["data"].items() if k.endswith("text/plain"))
-                    return ast.literal_eval(text)
-        raise KeyError(f"{guide}.md glues no {name!r}")
+        """The executed ``.ipynb`` the page of ``guide`` (a path under ``guides/``) was rendered
+        from, outputs included, as the page offers it for download."""
+        return self.html / "_sources" / guide.resolve().relative_to(ROOT).with_suffix(".ipynb")
 
 
 def start_build() -> subprocess.Popen:
-    """Start ``sphinx-build -W`` as ``nox -s docs`` runs it, into ``OUT`` with an empty cache."""
-    shutil.rmtree(OUT, ignore_errors=True)
-    OUT.mkdir(parents=True)
+    """Start ``sphinx-build -W`` as ``nox -s docs`` runs it, into ``OUT``: every page read again,
+    the guides' executions from ``OUT``'s own cache where their inputs are unchanged."""
+    shutil.rmtree(OUT / "html", ignore_errors=True)
+    OUT.mkdir(parents=True, exist_ok=True)
     command = [
         *(sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html"),
         *("-D", f"nb_execution_cache_path={OUT / '.jupyter_cache'}"),
@@ -62,10 +58,22 @@ def start_build() -> subprocess.Popen:
         return subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``site`` marker."""
+    config.addinivalue_line("markers", "site: checks the site this run builds (uses built_site)")
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Mark every test that reads the site ``site``, before ``-m`` selects."""
+    if "built_site" in getattr(item, "fixturenames", ()):
+        item.add_marker(pytest.mark.site)
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """If a test reads the site, start building it now and run the tests that read it last;
+    """If a selected test reads the site, start building it now and run the site checks last;
     ``--collect-only`` runs nothing, so builds nothing."""
-    readers = [item for item in items if "built_site" in getattr(item, "fixturenames", ())]
+    readers = [item for item in items if item.get_closest_marker("site")]
     if readers and not config.option.collectonly:
         config.stash[BUILD] = start_build()
         items[:] = [item for item in items if item not in readers] + readers
@@ -80,19 +88,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def built_site(pytestconfig: pytest.Config) -> BuiltSite:
-    """The build started at collection, finished: ``-W``, every guide executed in a fresh kernel.
-
-    The developer's ``_build/html`` is neither read nor written. After a clean build its
-    execution cache replaces ``_build/.jupyter_cache``, so the next ``nox -s docs`` or
-    ``nox -s browser`` renders these executions instead of running every guide again.
-    """
+    """The build started at collection, finished: ``-W``, every guide's execution keyed on what it
+    reads. ``nox -s reuse`` copies its executions into ``_build/.jupyter_cache`` for
+    ``nox -s docs``."""
     build = pytestconfig.stash.get(BUILD, None) or start_build()
     build.wait()
     log = (OUT / "build.log").read_text()
     assert build.returncode == 0, f"sphinx-build -W failed:\n{log[-8000:]}"
-    shutil.rmtree(EXECUTION_CACHE, ignore_errors=True)
-    shutil.copytree(OUT / ".jupyter_cache", EXECUTION_CACHE)
-    return BuiltSite(html=OUT / "html", executed=OUT / "jupyter_execute", log=log)
+    return BuiltSite(html=OUT / "html", log=log)
 
 
 @pytest.fixture
