@@ -41,7 +41,6 @@ def module_file(name: str, root: Path) -> Path | None:
     return path.resolve() if path.is_file() and _in_repository(path, root) else None
 
 
-@cache
 def _origin(top: str) -> str | None:
     """Where Python would import the top-level module ``top`` from (nothing is imported)."""
     try:
