@@ -1,6 +1,7 @@
 """Sphinx configuration. The source directory is the repository root."""
 
 import ast
+import hashlib
 import importlib.metadata
 import math
 import os
@@ -285,6 +286,8 @@ def _changed(inputs: dict[str, str], before: dict[str, str]) -> str:
 
 _EXECUTIONS: dict[str, tuple[Future, dict[str, str]]] = {}
 """The guides executing in this build, by docname: the execution and the inputs it is keyed on."""
+_READ_FROM: dict[str, str] = {}
+"""Per guide, a digest of the inputs of the execution this build renders it from."""
 
 
 def _execute_outdated_guides(app, env, added, changed, removed):
@@ -296,11 +299,13 @@ def _execute_outdated_guides(app, env, added, changed, removed):
     if config.execution_mode != "cache":
         return []
     cache = get_cache(config.execution_cache_path)
-    outdated = {}
+    outdated, rendered = {}, getattr(env, "rendered_from", {})
+    _READ_FROM.clear()
     for docname in sorted(env.found_docs - removed):
         if (notebook := _guide_notebook(app, docname)) is None:
             continue
         inputs = _guide_inputs(app, docname, notebook)
+        _READ_FROM[docname] = hashlib.sha256(repr(sorted(inputs.items())).encode()).hexdigest()
         try:
             before = cache.match_cache_notebook(notebook).data.get("inputs", {})
         except KeyError:
@@ -325,7 +330,8 @@ def _execute_outdated_guides(app, env, added, changed, removed):
         )
         _EXECUTIONS[docname] = (execution, inputs)
     pool.shutdown(wait=False)
-    return sorted(set(outdated) - added - changed)
+    stale = {docname for docname, read in _READ_FROM.items() if rendered.get(docname) != read}
+    return sorted((set(outdated) | stale) - added - changed)
 
 
 def _cache_execution(app, docname, source=None):
@@ -391,23 +397,32 @@ def _executed_notebook(app, docname: str) -> str | None:
 
 
 def _keep_executed_notebook(app, doctree):
-    """Right after a guide is read (and executed or served from the cache), keep its notebook."""
+    """Right after a guide is read (and executed or served from the cache), keep its notebook,
+    and which inputs that execution read: a later build reads the page again when they differ
+    from its cached execution's (another cache, as ``nox -s reuse`` brings)."""
     docname = app.env.docname
+    if docname in _READ_FROM:
+        app.env.rendered_from = getattr(app.env, "rendered_from", {})
+        app.env.rendered_from[docname] = _READ_FROM[docname]
     if docname.startswith("guides/") and (notebook := _executed_notebook(app, docname)):
         if not hasattr(app.env, "executed_notebooks"):
             app.env.executed_notebooks = {}
         app.env.executed_notebooks[docname] = notebook
 
 
+_KEPT = ("executed_notebooks", "rendered_from")
+"""What the environment keeps per guide (:func:`_keep_executed_notebook`)."""
+
+
 def _forget_executed_notebook(app, env, docname):
-    getattr(env, "executed_notebooks", {}).pop(docname, None)
+    for kept in _KEPT:
+        getattr(env, kept, {}).pop(docname, None)
 
 
 def _merge_executed_notebooks(app, env, docnames, other):
-    kept = getattr(other, "executed_notebooks", {})
-    env.executed_notebooks = getattr(env, "executed_notebooks", {}) | {
-        name: kept[name] for name in docnames if name in kept
-    }
+    for name in _KEPT:
+        kept = getattr(other, name, {})
+        setattr(env, name, getattr(env, name, {}) | {d: kept[d] for d in docnames if d in kept})
 
 
 def _link_executed_notebook(app, pagename, templatename, context, doctree):

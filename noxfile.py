@@ -60,6 +60,8 @@ require_python()
 
 HTML = Path("_build/html")
 BROWSER_SITE = Path("_build/browser-site")
+EXECUTIONS = Path("_build/.jupyter_cache")
+TEST_EXECUTIONS = Path("_build/test-site/.jupyter_cache")
 
 
 def install(session: nox.Session, *groups: str, project: bool = True) -> None:
@@ -136,6 +138,29 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON, default=False)
+def dev(session: nox.Session) -> None:
+    """The tests and doctests of what changed since ``main`` (committed or not), no site checks.
+
+    A module is tested when a file it reads changed: what it imports, transitively, the files it
+    names, the conftest files above it (``pytest --changed-since``). Options go to pytest.
+    """
+    install(session, "test")
+    selection = ("--changed-since=main", "-m", "not site")
+    session.run("pytest", *selection, *session.posargs, success_codes=[0, 5])  # 5: none changed
+
+
+@nox.session(default=False, venv_backend="none")
+def reuse(session: nox.Session) -> None:
+    """Take the guides' executions of the last test run into ``_build/.jupyter_cache``, replacing
+    it, so the next ``nox -s docs`` renders them instead of executing the guides again (each is
+    keyed on what it read: a guide whose inputs changed since still runs)."""
+    if not TEST_EXECUTIONS.is_dir():
+        session.error(f"no {TEST_EXECUTIONS}: run the tests first (nox, or nox -s tests)")
+    shutil.rmtree(EXECUTIONS, ignore_errors=True)
+    shutil.copytree(TEST_EXECUTIONS, EXECUTIONS)
+
+
+@nox.session(python=PYTHON, default=False)
 def docs(session: nox.Session) -> None:
     """Build the HTML site, executing the guides (cached); warnings are errors."""
     install(session, "docs")
@@ -166,8 +191,9 @@ def notebooks(session: nox.Session) -> None:
 def browser(session: nox.Session) -> None:
     """Every built page in headless Chromium at 1280 and 390 px, light and dark.
 
-    Builds the site as ``nox -s docs`` does, into a fresh ``_build/browser-site`` (executed
-    guides come from the cache, which the tests session fills), then serves it on 127.0.0.1
+    Builds the site as ``nox -s docs`` does, into a fresh ``_build/browser-site``, its guides'
+    executions taken from the last test run first where there is one (``nox -s reuse``), then
+    serves it on 127.0.0.1
     and drives Debian's Chromium with Playwright: no request off the host, no console error,
     every link, anchor and image, external links against docs/external_links.txt, nothing
     wider than the screen, tables on a phone, page lengths, no raw markup, search, figure text
@@ -175,6 +201,8 @@ def browser(session: nox.Session) -> None:
     chromium`` (``CHROMIUM=PATH`` for another binary).
     """
     install(session, "browser")
+    if TEST_EXECUTIONS.is_dir():
+        reuse(session)
     started = time.perf_counter()
     shutil.rmtree(BROWSER_SITE, ignore_errors=True)  # no page left over from an earlier build
     build_site(session, out=BROWSER_SITE)
