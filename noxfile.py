@@ -132,9 +132,10 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, default=True)
 def tests(session: nox.Session) -> None:
-    """Snippet tests, doctests, every guide executed, and the site built with -W."""
+    """Snippet tests, doctests, every guide executed, and the site built with -W; on every core,
+    a test file to a process (pytest-xdist), the site building beside them."""
     install(session, "test")
-    session.run("pytest", *(session.posargs or ["-v"]))
+    session.run("pytest", *(session.posargs or ["-n", "auto", "--dist=loadfile"]))
 
 
 @nox.session(python=PYTHON, default=False)
@@ -145,7 +146,7 @@ def dev(session: nox.Session) -> None:
     names, the conftest files above it (``pytest --changed-since``). Options go to pytest.
     """
     install(session, "test")
-    selection = ("--changed-since=main", "-m", "not site")
+    selection = ("--changed-since=main", "-m", "not site", "-n", "auto", "--dist=loadfile")
     session.run("pytest", *selection, *session.posargs, success_codes=[0, 5])  # 5: none changed
 
 
