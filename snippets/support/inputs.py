@@ -17,7 +17,7 @@ import itertools
 import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 
@@ -69,23 +69,21 @@ def imported(tree: ast.AST, package: str) -> set[str]:
             module = ".".join([*parts, *[node.module or ""]] if node.level else [node.module or ""])
             module = module.strip(".")
             names |= {module} | {f"{module}.{alias.name}" for alias in node.names}
-    for run in _run_as_main(tree):
-        names |= {run.value, f"{run.value}.__main__"}
+    for run in _run_as_main(tree).values():
+        names |= {run, f"{run}.__main__"}
     return names
 
 
-def _run_as_main(tree: ast.AST) -> list[ast.Constant]:
-    """The ``NAME`` of each ``"-m", "NAME"`` pair in a list or tuple: a command's module."""
-    return [
-        name
-        for node in ast.walk(tree)
-        if isinstance(node, ast.List | ast.Tuple)
-        for flag, name in itertools.pairwise(node.elts)
-        if isinstance(flag, ast.Constant)
-        and flag.value == "-m"
-        and isinstance(name, ast.Constant)
-        and isinstance(name.value, str)
-    ]
+def _run_as_main(tree: ast.AST) -> dict[int, str]:
+    """The ``NAME`` of each ``"-m", "NAME"`` pair in a list or tuple (a command's module), by the
+    ``id`` of the constant that names it."""
+    found = {}
+    for node in ast.walk(tree):
+        for flag, name in itertools.pairwise(getattr(node, "elts", [])):
+            is_flag = isinstance(flag, ast.Constant) and flag.value == "-m"
+            if is_flag and isinstance(name, ast.Constant) and isinstance(name.value, str):
+                found[id(name)] = name.value
+    return found
 
 
 def named_files(tree: ast.AST, folders: Iterable[Path], root: Path) -> set[Path]:
@@ -94,7 +92,7 @@ def named_files(tree: ast.AST, folders: Iterable[Path], root: Path) -> set[Path]
     A folder named stands for the files in it that are not Python modules: a module counts only
     where it is imported (a CI job run on a copied checkout is keyed on what the code imports).
     A ``python -m`` name is a module, not a path."""
-    modules = {id(name) for name in _run_as_main(tree)}
+    modules = _run_as_main(tree)
     found = set()
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
@@ -212,11 +210,11 @@ def _installed(name: str) -> tuple[str, list[str]] | None:
         return None
     requirements = importlib.metadata.requires(name) or []
     needed = [r for r in requirements if "extra ==" not in r.partition(";")[2]]
-    return version, [re.match(r"[\w.-]+", requirement).group() for requirement in needed]
+    return version, [re.split(r"[^\w.-]", requirement, maxsplit=1)[0] for requirement in needed]
 
 
 @cache
-def _provided() -> dict[str, list[str]]:
+def _provided() -> Mapping[str, list[str]]:
     """The installed distributions by the top-level packages they provide (slow: read once)."""
     return importlib.metadata.packages_distributions()
 

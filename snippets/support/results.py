@@ -54,7 +54,7 @@ def shared[**Args, Result](function: Callable[Args, Result]) -> Callable[Args, R
 def result_key(function: Callable, args: tuple, kwargs: dict) -> str:
     """A hash of what ``function(*args, **kwargs)`` reads: its module's inputs, the arguments
     with defaults filled in, and the devices' platform and kind."""
-    top = sys.modules[function.__module__.partition(".")[0]].__file__  # the package's __init__
+    top = inspect.getfile(sys.modules[function.__module__.partition(".")[0]])  # its __init__
     bound = inspect.signature(function).bind(*args, **kwargs)
     bound.apply_defaults()
     device = jax.devices()[0]
