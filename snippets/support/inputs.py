@@ -57,7 +57,7 @@ def _in_repository(path: Path, root: Path) -> bool:
     return not any(part.startswith(".") or part == "site-packages" for part in parts)
 
 
-def imported(tree: ast.AST, package: str) -> set[str]:
+def _imported(tree: ast.AST, package: str) -> set[str]:
     """Every module name ``tree`` imports, relative imports resolved in ``package``, with each
     ``NAME`` of ``"-m", "NAME"`` (and ``NAME.__main__``): what ``python -m NAME`` runs."""
     names = set()
@@ -86,7 +86,7 @@ def _run_as_main(tree: ast.AST) -> dict[int, str]:
     return found
 
 
-def named_files(tree: ast.AST, folders: Iterable[Path], root: Path) -> set[Path]:
+def _named_files(tree: ast.AST, folders: Iterable[Path], root: Path) -> set[Path]:
     """The repository's files that a string in ``tree`` names, relative to one of ``folders``.
 
     A folder named stands for the files in it that are not Python modules: a module counts only
@@ -184,7 +184,7 @@ def _reads(
     tree: ast.AST, package: str, folders: tuple[Path, Path]
 ) -> tuple[frozenset[str], frozenset[Path]]:
     """The modules ``tree`` imports and the files it names (``folders[1]`` is the repository)."""
-    return frozenset(imported(tree, package)), frozenset(named_files(tree, folders, folders[1]))
+    return frozenset(_imported(tree, package)), frozenset(_named_files(tree, folders, folders[1]))
 
 
 def distributions(packages: frozenset[str]) -> list[tuple[str, str]]:

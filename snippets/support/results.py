@@ -28,11 +28,11 @@ FOLDER = "SNIPPETS_RESULTS"
 """The environment variable naming the folder of shared results."""
 
 
-def shared[**Args, Result](function: Callable[Args, Result]) -> Callable[Args, Result]:
+def shared[**P, R](function: Callable[P, R]) -> Callable[P, R]:
     """``function``, its result stored in and read from ``$SNIPPETS_RESULTS`` when that is set."""
 
     @functools.wraps(function)
-    def wrapper(*args: Args.args, **kwargs: Args.kwargs) -> Result:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         folder = os.environ.get(FOLDER)
         if not folder:
             return function(*args, **kwargs)
