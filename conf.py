@@ -3,17 +3,28 @@
 import ast
 import hashlib
 import importlib.metadata
+import math
 import os
-import shutil
 import tomllib
+import traceback
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import nbformat
 from docutils import nodes
 from jupyter_cache import get_cache
+from jupyter_cache.base import CacheBundleIn
+from jupyter_cache.executors.utils import single_nb_execution
+from myst_nb.core.execute.base import ExecutionError
+from myst_nb.core.read import create_nb_reader
 from sphinx.pycode import ModuleAnalyzer
 from sphinx.util import logging
+
+from snippets.support.inputs import Inputs
+
+LOGGER = logging.getLogger(__name__)
 
 project = "JAX sharding performance, executed"
 author = "The shard-perf-docs authors"
@@ -45,8 +56,9 @@ exclude_patterns = [
     "guides/*.ipynb",  # each guide's notebook for Colab, written from the guide (the page)
 ]
 
-# Guides execute at build time; the cache means an unchanged guide never re-runs,
-# and a failing cell fails the build with the guide's name.
+# Guides execute at build time, before Sphinx reads them (_execute_outdated_guides): each is
+# cached with the inputs it read, so a guide runs again only when one of them changed, and a
+# failing cell fails the build with the guide's name.
 nb_execution_mode = "cache"
 nb_execution_cache_path = "_build/.jupyter_cache"
 nb_execution_raise_on_error = True
@@ -215,7 +227,7 @@ def _link_jax_source(app, doctree):
         try:
             reference["refuri"] = jax_source_url(name, text)
         except LookupError as error:
-            logging.getLogger(__name__).warning(f"{uri}: {error}", location=reference)
+            LOGGER.warning(f"{uri}: {error}", location=reference)
         reference["reftitle"] = f"JAX {JAX_RELEASE}: {name}"
 
 
@@ -250,30 +262,121 @@ def _write_root_redirect(app, exception):
         (app.outdir / "index.html").write_text(ROOT_REDIRECT.format(title=html_title))
 
 
-def _snippets_digest() -> str:
-    """A hash of what the pages read when they run: code and recorded data, whose change must
-    re-execute them."""
-    digest = hashlib.sha256()
-    root = Path(__file__).parent
-    for path in sorted([*root.glob("snippets/**/*.py"), *root.glob("docs/*.json")]):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
+def _guide_notebook(app, docname: str) -> nbformat.NotebookNode | None:
+    """The notebook myst-nb reads from ``docname`` (so jupyter-cache's hash matches), or ``None``
+    for a page without code cells."""
+    path = Path(app.env.doc2path(docname))
+    text = path.read_text()
+    reader = create_nb_reader(str(path), app.env.myst_config, app.env.mystnb_config, text)
+    notebook = reader.read(text) if reader is not None else None
+    if notebook is None or not any(cell.cell_type == "code" for cell in notebook.cells):
+        return None
+    return notebook
 
 
-def _reexecute_guides_when_snippets_change(app, env, added, changed, removed):
-    """The execution cache keys on a notebook's own cells; clear it when what they read changed."""
-    digest = _snippets_digest()
-    stamp = Path(app.srcdir) / app.config.nb_execution_cache_path / "snippets.sha256"
-    previous = stamp.read_text() if stamp.exists() else digest
-    outdated = []
-    if previous != digest:
-        shutil.rmtree(stamp.parent, ignore_errors=True)
-        outdated = [
-            name for name in env.found_docs if "{code-cell}" in Path(env.doc2path(name)).read_text()
-        ]
-    stamp.parent.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(digest)
-    return outdated
+def _guide_inputs(app, docname: str, notebook: nbformat.NotebookNode) -> dict[str, str]:
+    """What a guide's cells read (:class:`snippets.support.inputs.Inputs`), each with its hash."""
+    code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    folder = Path(app.env.doc2path(docname)).parent
+    return Inputs(Path(app.srcdir)).add_code(code, folder).versions()
+
+
+def _changed(inputs: dict[str, str], before: dict[str, str]) -> str:
+    """Which inputs differ, for the log: a guide's reason to run again."""
+    names = sorted(
+        name for name in inputs.keys() | before.keys() if inputs.get(name) != before.get(name)
+    )
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+_EXECUTIONS: dict[str, tuple[Future, dict[str, str]]] = {}
+"""The guides executing in this build, by docname: the execution and the inputs it is keyed on."""
+_READ_FROM: dict[str, str] = {}
+"""Per guide, a digest of the inputs of the execution this build renders it from."""
+
+
+def _execute_outdated_guides(app, env, added, changed, removed):
+    """Start executing each guide whose cached execution is missing or was keyed on other inputs
+    (the modules its cells import, transitively, the files they name, the packages), one at a time
+    per core, longest first; Sphinx re-reads those guides. A guide whose inputs are unchanged does
+    not run: editing a module it does not import leaves its cached execution in place."""
+    config = env.mystnb_config
+    if config.execution_mode != "cache":
+        return []
+    cache = get_cache(config.execution_cache_path)
+    outdated, rendered = {}, getattr(env, "rendered_from", {})
+    _READ_FROM.clear()
+    for docname in sorted(env.found_docs - removed):
+        if (notebook := _guide_notebook(app, docname)) is None:
+            continue
+        inputs = _guide_inputs(app, docname, notebook)
+        _READ_FROM[docname] = hashlib.sha256(repr(sorted(inputs.items())).encode()).hexdigest()
+        try:
+            before = cache.match_cache_notebook(notebook).data.get("inputs", {})
+        except KeyError:
+            before = {}
+        if before != inputs:
+            reason = f"changed: {_changed(inputs, before)}" if before else "not in the cache"
+            outdated[docname] = (notebook, inputs, reason)
+    seconds = {r.uri: r.data.get("execution_seconds", 0) for r in cache.list_cache_records()}
+
+    def longest_first(docname: str) -> tuple[float, int]:  # the last time, else the code's size
+        code = [cell.source for cell in outdated[docname][0].cells if cell.cell_type == "code"]
+        return seconds.get(str(env.doc2path(docname)), math.inf), len("".join(code))
+
+    workers = max(1, min(len(outdated), len(os.sched_getaffinity(0))))
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="execute")
+    for docname in sorted(outdated, key=longest_first, reverse=True):
+        notebook, inputs, reason = outdated[docname]
+        LOGGER.info(f"Executing notebook ({reason})", location=docname)
+        run = partial(single_nb_execution, notebook, cwd=str(Path(env.doc2path(docname)).parent))
+        execution = pool.submit(
+            run, timeout=config.execution_timeout, allow_errors=config.execution_allow_errors
+        )
+        _EXECUTIONS[docname] = (execution, inputs)
+    pool.shutdown(wait=False)
+    stale = {docname for docname, read in _READ_FROM.items() if rendered.get(docname) != read}
+    return sorted((set(outdated) | stale) - added - changed)
+
+
+def _cache_execution(app, docname, source=None):
+    """Before myst-nb reads a guide, wait for its execution and cache it with its inputs, for
+    myst-nb to render; a cell that failed fails the build and names the guide, as when myst-nb
+    executes. Meanwhile Sphinx reads the pages without code."""
+    if docname not in _EXECUTIONS:
+        return
+    execution, inputs = _EXECUTIONS.pop(docname)
+    path = app.env.doc2path(docname)
+    try:
+        result = execution.result()
+        error, trace = result.err, result.exc_string
+    except Exception as failure:  # noqa: BLE001 (a kernel that died: every error names the guide)
+        error, trace = failure, traceback.format_exc()
+    if error is not None:
+        for other, _ in _EXECUTIONS.values():
+            other.cancel()
+        LOGGER.warning(
+            f"Executing notebook failed: {type(error).__name__}\n{trace}",
+            location=docname,
+            type="mystnb",
+            subtype="exec",
+        )
+        raise ExecutionError(str(path))
+    LOGGER.info(f"Executed notebook in {result.time:.2f} seconds", location=docname)
+    get_cache(app.env.mystnb_config.execution_cache_path).cache_notebook_bundle(
+        CacheBundleIn(
+            result.nb, str(path), data={"execution_seconds": result.time, "inputs": inputs}
+        ),
+        check_validity=False,
+        overwrite=True,
+    )
+
+
+def _cache_executions_before_parallel_read(app, env, docnames):
+    """With ``-j``, Sphinx reads in forked processes, which cannot wait for this one's threads."""
+    if app.parallel > 1:
+        for docname in list(_EXECUTIONS):
+            _cache_execution(app, docname)
 
 
 def _executed_notebook(app, docname: str) -> str | None:
@@ -299,23 +402,32 @@ def _executed_notebook(app, docname: str) -> str | None:
 
 
 def _keep_executed_notebook(app, doctree):
-    """Right after a guide is read (and executed or served from the cache), keep its notebook."""
+    """Right after a guide is read (and executed or served from the cache), keep its notebook,
+    and which inputs that execution read: a later build reads the page again when they differ
+    from its cached execution's (another cache, as ``nox -s reuse`` brings)."""
     docname = app.env.docname
+    if docname in _READ_FROM:
+        app.env.rendered_from = getattr(app.env, "rendered_from", {})
+        app.env.rendered_from[docname] = _READ_FROM[docname]
     if docname.startswith("guides/") and (notebook := _executed_notebook(app, docname)):
         if not hasattr(app.env, "executed_notebooks"):
             app.env.executed_notebooks = {}
         app.env.executed_notebooks[docname] = notebook
 
 
+_KEPT = ("executed_notebooks", "rendered_from")
+"""What the environment keeps per guide (:func:`_keep_executed_notebook`)."""
+
+
 def _forget_executed_notebook(app, env, docname):
-    getattr(env, "executed_notebooks", {}).pop(docname, None)
+    for kept in _KEPT:
+        getattr(env, kept, {}).pop(docname, None)
 
 
 def _merge_executed_notebooks(app, env, docnames, other):
-    kept = getattr(other, "executed_notebooks", {})
-    env.executed_notebooks = getattr(env, "executed_notebooks", {}) | {
-        name: kept[name] for name in docnames if name in kept
-    }
+    for name in _KEPT:
+        kept = getattr(other, name, {})
+        setattr(env, name, getattr(env, name, {}) | {d: kept[d] for d in docnames if d in kept})
 
 
 def _link_executed_notebook(app, pagename, templatename, context, doctree):
@@ -362,7 +474,9 @@ def setup(app):
     app.connect("env-merge-info", _merge_executed_notebooks)
     app.connect("html-page-context", _link_executed_notebook, priority=500)
     app.connect("build-finished", _write_root_redirect)
-    app.connect("env-get-outdated", _reexecute_guides_when_snippets_change)
+    app.connect("env-get-outdated", _execute_outdated_guides)
+    app.connect("env-before-read-docs", _cache_executions_before_parallel_read)
+    app.connect("source-read", _cache_execution)
     app.connect("viewcode-find-source", _snippet_source)
 
 

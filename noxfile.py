@@ -60,6 +60,8 @@ require_python()
 
 HTML = Path("_build/html")
 BROWSER_SITE = Path("_build/browser-site")
+EXECUTIONS = Path("_build/.jupyter_cache")
+TEST_EXECUTIONS = Path("_build/test-site/.jupyter_cache")
 
 
 def install(session: nox.Session, *groups: str, project: bool = True) -> None:
@@ -132,9 +134,33 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, default=True)
 def tests(session: nox.Session) -> None:
-    """Snippet tests, doctests, every guide executed, and the site built with -W."""
+    """Snippet tests, doctests, every guide executed, and the site built with -W; on every core,
+    a test file to a process (pytest-xdist), the site building beside them."""
     install(session, "test")
-    session.run("pytest", *(session.posargs or ["-v"]))
+    session.run("pytest", *(session.posargs or ["-n", "auto", "--dist=loadfile"]))
+
+
+@nox.session(python=PYTHON, default=False)
+def dev(session: nox.Session) -> None:
+    """The tests and doctests of what changed since ``main`` (committed or not), no site checks.
+
+    A module is tested when a file it reads changed: what it imports, transitively, the files it
+    names, the conftest files above it (``pytest --changed-since``). Options go to pytest.
+    """
+    install(session, "test")
+    selection = ("--changed-since=main", "-m", "not site", "-n", "auto", "--dist=loadfile")
+    session.run("pytest", *selection, *session.posargs, success_codes=[0, 5])  # 5: none changed
+
+
+@nox.session(default=False, venv_backend="none")
+def reuse(session: nox.Session) -> None:
+    """Take the guides' executions of the last test run into ``_build/.jupyter_cache``, replacing
+    it, so the next ``nox -s docs`` renders them instead of executing the guides again (each is
+    keyed on what it read: a guide whose inputs changed since still runs)."""
+    if not TEST_EXECUTIONS.is_dir():
+        session.error(f"no {TEST_EXECUTIONS}: run the tests first (nox, or nox -s tests)")
+    shutil.rmtree(EXECUTIONS, ignore_errors=True)
+    shutil.copytree(TEST_EXECUTIONS, EXECUTIONS)
 
 
 CHECKER = Path("find-barriers")
@@ -201,8 +227,9 @@ def browser(session: nox.Session) -> None:
     """The built site as a reader uses it: every page in headless Chromium at 1280 and 390 px,
     light and dark, and each guide's downloadable notebook run in a fresh environment.
 
-    Builds the site as ``nox -s docs`` does, into a fresh ``_build/browser-site`` (executed
-    guides come from the cache, which the tests session fills), then serves it on 127.0.0.1
+    Builds the site as ``nox -s docs`` does, into a fresh ``_build/browser-site``, its guides'
+    executions taken from the last test run first where there is one (``nox -s reuse``), then
+    serves it on 127.0.0.1
     and drives Debian's Chromium with Playwright: no request off the host, no console error,
     every link, anchor and image, external links against docs/external_links.txt, nothing
     wider than the screen, tables on a phone, page lengths, no raw markup, search, figure text
@@ -212,6 +239,8 @@ def browser(session: nox.Session) -> None:
     ``apt-get install chromium`` (``CHROMIUM=PATH`` for another binary).
     """
     install(session, "browser")
+    if TEST_EXECUTIONS.is_dir():
+        reuse(session)
     started = time.perf_counter()
     shutil.rmtree(BROWSER_SITE, ignore_errors=True)  # no page left over from an earlier build
     build_site(session, out=BROWSER_SITE)

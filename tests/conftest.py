@@ -1,98 +1,151 @@
-"""The site built once per test run, in the background: every guide executes exactly once.
+"""The site built once per test run, in the background, for the tests marked ``site``.
 
-The build starts as soon as the tests are collected, in its own process, and the tests that
-read it run last, so on a machine with two cores the snippet tests run while the guides
-execute.
+A test that uses ``built_site`` checks the site itself (its HTML, its warnings, its executed
+notebooks) and is marked ``site``; ``-m "not site"`` leaves those out, and then nothing is built.
+The build starts as soon as the tests are collected, in its own process (one for all the processes
+of ``pytest -n``), and the site checks run last, so the other tests run while the guides execute. It goes to ``_build/test-site``, never to
+the developer's ``_build/html`` or ``_build/.jupyter_cache``: its pages are read afresh each run
+(every warning counts), and its guides execute only when what they read changed since the last
+run's execution (``conf.py``). Results a guide and a test share (:mod:`snippets.support.results`)
+are kept beside it, in ``_build/test-site/results``.
 """
 
 from __future__ import annotations
 
-import ast
+import contextlib
 import dataclasses
+import fcntl
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
-from typing import Any
 
-import nbformat
 import pytest
+
+from snippets.support.results import FOLDER
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "_build" / "test-site"
-"""Where the test run's build goes: its HTML, its execution cache and its log."""
-EXECUTION_CACHE = ROOT / "_build" / ".jupyter_cache"
-"""The cache ``conf.py`` names, which ``nox -s docs`` and ``nox -s browser`` read."""
-BUILD = pytest.StashKey[subprocess.Popen]()
+"""Where the test run's build goes: its HTML, its execution cache, its log and shared results."""
+
+os.environ.setdefault(FOLDER, str(OUT / "results"))  # for these tests and the guides they build
 
 
 @dataclasses.dataclass(frozen=True)
 class BuiltSite:
-    """Where one ``-W`` build put its HTML and the notebooks it executed."""
+    """Where one ``-W`` build put its HTML, and its log."""
 
     html: Path
-    executed: Path
     log: str
 
     def executed_notebook(self, guide: Path) -> Path:
-        """The ``.ipynb`` this build executed for ``guide`` (a path under ``guides/``)."""
-        return self.executed / guide.resolve().relative_to(ROOT).with_suffix(".ipynb")
-
-    def glued(self, guide: str, name: str) -> Any:
-        """The Python literal ``guides/<guide>.md`` glued (myst-nb) as ``name`` in this build."""
-        notebook = nbformat.read(self.executed_notebook(ROOT / "guides" / f"{guide}.md"), 4)
-        for cell in notebook.cells:
-            for output in cell.get("outputs", []):
-                if output.get("metadata", {}).get("scrapbook", {}).get("name") == name:
-                    text = next(v for k, v in output["data"].items() if k.endswith("text/plain"))
-                    return ast.literal_eval(text)
-        raise KeyError(f"{guide}.md glues no {name!r}")
+        """The executed ``.ipynb`` the page of ``guide`` (a path under ``guides/``) was rendered
+        from, outputs included, as the page offers it for download."""
+        return self.html / "_sources" / guide.resolve().relative_to(ROOT).with_suffix(".ipynb")
 
 
-def start_build() -> subprocess.Popen:
-    """Start ``sphinx-build -W`` as ``nox -s docs`` runs it, into ``OUT`` with an empty cache."""
-    shutil.rmtree(OUT, ignore_errors=True)
-    OUT.mkdir(parents=True)
-    command = [
-        *(sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html"),
-        *("-D", f"nb_execution_cache_path={OUT / '.jupyter_cache'}"),
-        *(".", str(OUT / "html")),
-    ]
-    with (OUT / "build.log").open("w") as log:
-        return subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+STATUS = "import subprocess, sys; open(sys.argv[1], 'w').write(str(subprocess.run(sys.argv[2:]).returncode))"
+"""Runs a command and writes its exit status to a file (``python -c STATUS FILE COMMAND...``)."""
+STARTED: list[subprocess.Popen] = []
+"""The build this process started, kept: the build outlives the test that started it."""
 
 
+def run_id(config: pytest.Config) -> str:
+    """The test run's id, the same in every process of one ``pytest -n`` run (xdist's)."""
+    return (
+        config.workerinput["testrunuid"]
+        if hasattr(config, "workerinput")
+        else config.option.testrunuid
+    )
+
+
+def start_build(run: str) -> None:
+    """Start ``sphinx-build -W`` as ``nox -s docs`` runs it, into ``OUT``, unless a process of run
+    ``run`` already has: every page read again, each guide's execution taken from ``OUT``'s own
+    cache where its inputs are unchanged. The build holds ``build.lock`` until it ends."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    with (OUT / "build.lock").open("a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another process of this run is building
+            return
+        if (OUT / "build.run").is_file() and (OUT / "build.run").read_text() == run:
+            return
+        (OUT / "build.run").write_text(run)
+        (OUT / "build.status").unlink(missing_ok=True)
+        shutil.rmtree(OUT / "html", ignore_errors=True)
+        command = [
+            *(sys.executable, "-c", STATUS, str(OUT / "build.status")),
+            *(sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html"),
+            *("-D", f"nb_execution_cache_path={OUT / '.jupyter_cache'}"),
+            *(".", str(OUT / "html")),
+        ]
+        with (OUT / "build.log").open("w") as log:
+            build = subprocess.Popen(
+                command,
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(lock.fileno(),),  # the lock is held while the build runs
+                start_new_session=True,
+            )
+        (OUT / "build.pid").write_text(str(build.pid))
+        STARTED.append(build)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``site`` marker; give the run an id, which xdist hands its workers."""
+    config.addinivalue_line("markers", "site: checks the site this run builds (uses built_site)")
+    if not hasattr(config, "workerinput"):
+        config.option.testrunuid = getattr(config.option, "testrunuid", None) or uuid.uuid4().hex
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Mark every test that reads the site ``site``, before ``-m`` selects."""
+    if "built_site" in getattr(item, "fixturenames", ()):
+        item.add_marker(pytest.mark.site)
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """If a test reads the site, start building it now and run the tests that read it last;
-    ``--collect-only`` runs nothing, so builds nothing."""
-    readers = [item for item in items if "built_site" in getattr(item, "fixturenames", ())]
+    """If a selected test reads the site, start building it now (once, however many processes
+    run the tests) and run the site checks last; ``--collect-only`` runs nothing."""
+    readers = [item for item in items if item.get_closest_marker("site")]
     if readers and not config.option.collectonly:
-        config.stash[BUILD] = start_build()
+        start_build(run_id(config))
         items[:] = [item for item in items if item not in readers] + readers
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Stop a build that is still running when the run ends early."""
-    if (build := config.stash.get(BUILD, None)) is not None and build.poll() is None:
-        build.kill()
-        build.wait()
+    """Stop this run's build if it is still running when the run ends (early); in the process
+    that started the others, if any."""
+    if hasattr(config, "workerinput") or not (OUT / "build.run").is_file():
+        return
+    if (OUT / "build.run").read_text() != run_id(config):
+        return
+    with (OUT / "build.lock").open("a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(int((OUT / "build.pid").read_text()), signal.SIGKILL)
 
 
 @pytest.fixture(scope="session")
 def built_site(pytestconfig: pytest.Config) -> BuiltSite:
-    """The build started at collection, finished: ``-W``, every guide executed in a fresh kernel.
-
-    The developer's ``_build/html`` is neither read nor written. After a clean build its
-    execution cache replaces ``_build/.jupyter_cache``, so the next ``nox -s docs`` or
-    ``nox -s browser`` renders these executions instead of running every guide again.
-    """
-    build = pytestconfig.stash.get(BUILD, None) or start_build()
-    build.wait()
+    """The build started at collection, finished: ``-W``, every guide's execution keyed on what it
+    reads. ``nox -s reuse`` copies its executions into ``_build/.jupyter_cache`` for
+    ``nox -s docs``."""
+    start_build(run_id(pytestconfig))  # if collection has not
+    with (OUT / "build.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)  # until the build ends
     log = (OUT / "build.log").read_text()
-    assert build.returncode == 0, f"sphinx-build -W failed:\n{log[-8000:]}"
-    shutil.rmtree(EXECUTION_CACHE, ignore_errors=True)
-    shutil.copytree(OUT / ".jupyter_cache", EXECUTION_CACHE)
-    return BuiltSite(html=OUT / "html", executed=OUT / "jupyter_execute", log=log)
+    status = (OUT / "build.status").read_text() if (OUT / "build.status").is_file() else "none"
+    assert status == "0", f"sphinx-build -W failed (exit status {status}):\n{log[-8000:]}"
+    return BuiltSite(html=OUT / "html", log=log)
 
 
 @pytest.fixture

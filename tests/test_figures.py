@@ -1,7 +1,7 @@
 """Figures come from the same execution as the numbers beside them, and the page shows that one.
 
 The guides glue a :class:`snippets.support.figures.DataFigure` whose PNG carries the numbers it
-draws. These tests read the notebooks executed by this run's one site build: the
+draws. These tests read the executed notebooks this run's site build rendered its pages from: the
 step-time figure must carry exactly the ratios of the timing table in the same
 notebook, and every page must show the very PNGs its notebook holds.
 """

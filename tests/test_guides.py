@@ -1,4 +1,5 @@
-"""Every guide executed top to bottom in the one site build of this test run."""
+"""Every guide executed top to bottom: in this run's site build, or in an earlier one whose
+inputs (code, imported modules, files read, packages) were the same."""
 
 import nbformat
 import pytest
@@ -16,7 +17,7 @@ def test_guide_executes(built_site, guide):
     code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
     assert code_cells, f"{guide.name} has no code cells"
     executions = built_site.log.count(f"{guide.relative_to(guide.parents[1])}: Executing notebook")
-    assert executions == 1, f"{guide.name} executed {executions} times in the one site build"
+    assert executions <= 1, f"{guide.name} executed {executions} times in the one site build"
     for index, cell in enumerate(code_cells):
         assert cell.execution_count is not None, f"{guide.name}: code cell {index} did not run"
         errors = [o for o in cell.outputs if o.get("output_type") == "error"]

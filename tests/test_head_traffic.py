@@ -1,14 +1,14 @@
 """The LM head's collectives in each orientation, and the design doc's traffic recomputed.
 
-The head's traffic is the flagship guide's, as this run's site build computed it for the two
-configurations below (``built_site``).
+The head's traffic is computed once for these tests and the flagship guide, which shares the two
+configurations below (:mod:`snippets.support.results`).
 """
 
 import pytest
 
 from snippets.hlo.collectives import collectives
 from snippets.lowering import StepConfig
-from snippets.measure.head_traffic import design_doc_traffic
+from snippets.measure.head_traffic import design_doc_traffic, head_traffic
 from snippets.measure.step_lowering import lower_step
 
 WIDE_VOCAB = StepConfig(mesh="fsdp", emb=64, vocab=8192, batch=8, seq=16)
@@ -21,11 +21,11 @@ VARIANTS = ("EV", "vocab-parallel")
 
 
 @pytest.fixture(scope="module")
-def traffic(built_site) -> dict:
+def traffic() -> dict:
     """``head_traffic`` of ``WIDE_VOCAB`` on both meshes (``wide``) and of ``MANY_TOKENS``."""
-    glued = built_site.glued("shard_mode_performance", "head_traffic")
-    assert glued["configs"] == [WIDE_VOCAB.model_dump(), MANY_TOKENS.model_dump()]
-    return glued
+    meshes = ("fsdp", "dp_fsdp")
+    wide = {mesh: head_traffic(WIDE_VOCAB.replace(mesh=mesh), VARIANTS) for mesh in meshes}
+    return {"wide": wide, "many": head_traffic(MANY_TOKENS, VARIANTS)}
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +34,7 @@ def wide(traffic) -> dict:
     return traffic["wide"]["fsdp"]
 
 
+@pytest.mark.needs_devices(4)
 @pytest.mark.parametrize("mode", ["explicit", "auto"])
 def test_the_orientation_with_the_smaller_tensor_moves_fewer_bytes(traffic, wide, mode):
     many = traffic["many"]
@@ -41,6 +42,7 @@ def test_the_orientation_with_the_smaller_tensor_moves_fewer_bytes(traffic, wide
     assert many[mode]["vocab-parallel"]["bytes"] > 10 * many[mode]["EV"]["bytes"]
 
 
+@pytest.mark.needs_devices(4)
 @pytest.mark.parametrize("mode", ["explicit", "auto"])
 def test_the_default_head_gathers_its_kernel_and_the_rotated_head_the_hidden_state(wide, mode):
     ev, vp = (wide[mode][v]["collectives"] for v in ("EV", "vocab-parallel"))
@@ -52,6 +54,7 @@ def test_the_default_head_gathers_its_kernel_and_the_rotated_head_the_hidden_sta
     assert gathered == {f"f32[{tokens[0]},{tokens[1]},{emb}]", f"s32[{tokens[0]},{tokens[1]}]"}
 
 
+@pytest.mark.needs_devices(4)
 @pytest.mark.parametrize("mode", ["explicit", "auto"])
 def test_the_rotated_kernel_gradient_needs_a_collective_only_over_data(traffic, wide, mode):
     assert wide[mode]["EV"]["weight_gradient_collectives"]

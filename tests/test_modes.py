@@ -1,6 +1,7 @@
 """Every capability check's whole outcome in both modes, pinned: a JAX release changing one fails.
 
-The outcomes are the ones choosing_a_mode computed in this run's site build (``built_site``).
+The outcomes are :func:`modes.report`'s, computed once for this test and the choosing_a_mode guide
+it shares them with (:mod:`snippets.support.results`).
 """
 
 import json
@@ -247,15 +248,16 @@ def normalised(outcome: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def report(built_site) -> dict[str, dict[str, str]]:
-    """Every check's outcome in each mode, as choosing_a_mode's build ran them (``report()``)."""
-    return built_site.glued("choosing_a_mode", "outcomes")
+def report() -> dict[str, dict[str, str]]:
+    """Every check's outcome in each mode, as choosing_a_mode runs them (``report()``)."""
+    return modes.report()
 
 
 def test_every_check_is_pinned():
     assert sorted(modes.CAPABILITY_CHECKS) == sorted(PINNED)
 
 
+@pytest.mark.needs_devices(4)
 @pytest.mark.parametrize("mode", ["explicit", "auto"])
 @pytest.mark.parametrize("name", sorted(PINNED))
 def test_outcome_is_the_pinned_one(report, name, mode):
@@ -357,11 +359,13 @@ def test_the_design_docs_mesh_gives_its_four_times_the_flops():
     assert dots[AxisType.Auto] == ("f32[256,2048]", 2 * 256 * 512 * 2048)
 
 
-def test_the_fixed_model_on_explicit_shows_the_loss_of_the_model_as_written_on_auto(built_site):
+@pytest.mark.needs_devices(4)
+def test_the_fixed_model_on_explicit_shows_the_loss_of_the_model_as_written_on_auto():
     """The page's claim: the two losses it shows are equal (the guide asserts they differ by
-    less than 1e-6; this checks the digits a reader sees)."""
-    losses = [built_site.glued("choosing_a_mode", f"loss_{mode}") for mode in ("explicit", "auto")]
-    assert losses[0] == losses[1]
+    less than 1e-6; this checks the six digits a reader sees)."""
+    explicit = modes.train_step_loss(AxisType.Explicit, modes.FIXES)
+    auto = modes.train_step_loss(AxisType.Auto)
+    assert f"{explicit:.6f}" == f"{auto:.6f}"
 
 
 @pytest.mark.needs_devices(4)

@@ -11,6 +11,7 @@ import pytest
 from snippets.measure import multihost
 from snippets.measure.multihost import ROOT, Workers, compare, coordinator_port
 from snippets.support.cli import SetupError
+from snippets.support.results import FOLDER
 
 CLUSTER = [(0, 2, 2), (1, 2, 2)]
 """The jobs of a two-process cluster with two devices each."""
@@ -31,9 +32,10 @@ def test_workers_start_in_the_repository_root():
 
 
 @pytest.fixture(scope="module")
-def comparison(built_site) -> dict:
-    """``compare(processes=2, local_devices=2)``, as the multihost guide ran it in this build."""
-    return built_site.glued("multihost", "comparison")
+def comparison() -> dict:
+    """``compare(processes=2, local_devices=2)``, as the multihost guide runs it, computed once
+    for both (:mod:`snippets.support.results`)."""
+    return compare(processes=2, local_devices=2)
 
 
 def test_two_processes_see_four_global_devices(comparison):
@@ -95,6 +97,7 @@ def test_compare_tells_a_cluster_that_agrees_from_one_that_does_not(monkeypatch,
     single = worker_result([0, 8], 4) if agree else worker_result([0, 8], 4, hlo="else", loss=2.5)
     results = [worker_result([0, 4]), second, single]
     monkeypatch.setattr(multihost, "Workers", lambda *args: Finished(results))
+    monkeypatch.delenv(FOLDER, raising=False)  # computed from these workers, not a shared result
     comparison = compare()
     assert comparison["workers_agree"] is agree
     assert comparison["batch_sums_match"] is agree

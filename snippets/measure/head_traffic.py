@@ -15,6 +15,7 @@ from snippets.hlo.gradients import gradient_path
 from snippets.lowering import StepConfig, build_head_step, every_mode_and_variant
 from snippets.measure.step_lowering import LoweredStep, lower_built
 from snippets.ring_model import ring_bytes_per_rank
+from snippets.support.results import shared
 from snippets.support.sources import DESIGN_DOC_MODELS
 
 
@@ -37,6 +38,7 @@ def head_collectives(lowered: LoweredStep) -> HeadTraffic:
     return {"collectives": found, "bytes": total, "weight_gradient_collectives": gradient}
 
 
+@shared
 def head_traffic(
     base: StepConfig, variants: Sequence[str] = ()
 ) -> dict[str, dict[str, HeadTraffic]]:

@@ -34,6 +34,7 @@ from snippets.devices import MESH_DEVICES, SHARD_MODES, make_mesh, setup_devices
 from snippets.hlo.collectives import collectives
 from snippets.measure.step_lowering import compiled_text
 from snippets.support.cli import Parser, reported
+from snippets.support.results import shared
 from snippets.support.tables import print_report
 
 Check = Callable[[AxisType], str | None]
@@ -651,6 +652,7 @@ def tiny_lm_loss(model: FlaxLM, tokens: jax.Array, labels: jax.Array) -> jax.Arr
     return optax.softmax_cross_entropy(logits, targets).mean()
 
 
+@shared
 def train_step_loss(axis_type: AxisType, fixes: Sequence[str] = ()) -> float:
     """One AdamW step of :class:`FlaxLM`; the loss before it."""
     with jax.set_mesh(mesh_of(axis_type, (2, 2), ("data", "model"))):
@@ -724,6 +726,7 @@ TRACKER: dict[str, tuple[str, str, str]] = {
 the state as the search index showed it that day. jax-ml/jax#33787 (scatter-add) was not in it."""
 
 
+@shared
 def report(names: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
     """``{name: {"explicit": outcome, "auto": outcome}}`` for the named checks (default: all)."""
     return {

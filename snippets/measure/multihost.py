@@ -27,6 +27,7 @@ from snippets.lowering import StepConfig, build_step
 from snippets.measure.barrier import run_report
 from snippets.measure.step_lowering import lower_built
 from snippets.support.cli import Parser, SetupError, positive_int, reported
+from snippets.support.results import shared
 from snippets.support.tables import print_report
 
 HOST = "127.0.0.1"
@@ -161,6 +162,7 @@ class Workers:
                 worker.stdin.close()
 
 
+@shared
 def compare(
     processes: int = 2, local_devices: int = 2, timeout: int = 300, port: int | None = None
 ) -> dict:
