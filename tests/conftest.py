@@ -4,9 +4,9 @@ A test that uses ``built_site`` checks the site itself (its HTML, its warnings, 
 notebooks) and is marked ``site``; ``-m "not site"`` leaves those out, and then nothing is built.
 The build starts as soon as the tests are collected, in its own process (one for all the processes
 of ``pytest -n``), and the site checks run last, so the other tests run while the guides execute. It goes to ``_build/test-site``, never to
-the developer's ``_build/html`` or ``_build/.jupyter_cache``: its pages are read afresh each run
-(every warning counts), and its guides execute only when what they read changed since the last
-run's execution (``conf.py``). Results a guide and a test share (:mod:`snippets.support.results`)
+the developer's ``_build/html`` or ``_build/.jupyter_cache``: its pages are read afresh (every
+warning counts) unless the last build passed on the same files and packages, and its guides
+execute only when what they read changed since the last run's execution (``conf.py``). Results a guide and a test share (:mod:`snippets.support.results`)
 are kept beside it, in ``_build/test-site/results``.
 """
 
@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
+import hashlib
+import importlib.metadata
 import os
 import shutil
 import signal
@@ -62,10 +64,32 @@ def run_id(config: pytest.Config) -> str:
     )
 
 
+def site_digest() -> str:
+    """A hash of everything a site build reads: the repository's files (tracked, or new and not
+    ignored; its tests left out), the Python and every installed distribution's version; "" where
+    git cannot list the files (then the site is always built)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=False,
+    )
+    if listed.returncode:
+        return ""
+    digest = hashlib.sha256(sys.version.encode())
+    for name in sorted(set(listed.stdout.decode().split("\0")) - {""}):
+        path = ROOT / name
+        if path.is_file() and not name.startswith(("tests/", "find-barriers/tests/")):
+            digest.update(f"\0{name}\0".encode() + path.read_bytes())
+    packages = sorted(f"{d.name}=={d.version}" for d in importlib.metadata.distributions())
+    return digest.update("\0".join(packages).encode()) or digest.hexdigest()
+
+
 def start_build(run: str) -> None:
     """Start ``sphinx-build -W`` as ``nox -s docs`` runs it, into ``OUT``, unless a process of run
     ``run`` already has: every page read again, each guide's execution taken from ``OUT``'s own
-    cache where its inputs are unchanged. The build holds ``build.lock`` until it ends."""
+    cache where its inputs are unchanged; no build where the last one passed on the same files and
+    packages (:func:`site_digest`). The build holds ``build.lock`` until it ends."""
     OUT.mkdir(parents=True, exist_ok=True)
     with (OUT / "build.lock").open("a") as lock:
         try:
@@ -75,6 +99,12 @@ def start_build(run: str) -> None:
         if (OUT / "build.run").is_file() and (OUT / "build.run").read_text() == run:
             return
         (OUT / "build.run").write_text(run)
+        digest = site_digest()
+        built = (OUT / "build.digest").read_text() if (OUT / "build.digest").is_file() else ""
+        status = (OUT / "build.status").read_text() if (OUT / "build.status").is_file() else ""
+        if digest and (built, status) == (digest, "0"):
+            return  # the last build read exactly these files, with these packages, and passed
+        (OUT / "build.digest").write_text(digest)
         (OUT / "build.status").unlink(missing_ok=True)
         shutil.rmtree(OUT / "html", ignore_errors=True)
         command = [
