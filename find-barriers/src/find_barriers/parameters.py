@@ -50,9 +50,10 @@ class Parameters:
 
     def __init__(self, program: Program) -> None:
         self.program = program
+        self.origin = functools.cache(self._origin)  # each worked out once, kept with this
+        self.readers = functools.cache(self._readers)  # instance (not the class: no leak)
 
-    @functools.cache  # noqa: B019 - one instance per program, dropped with it
-    def origin(self, name: str) -> Origin:
+    def _origin(self, name: str) -> Origin:
         """What made value ``name``, and whether a slice of it was taken on the way (a stacked
         layer's weight, read one layer at a time). Skipped: ops that pass a value on unchanged, an
         argument of a called computation (to the caller's operand), a loop's state that the loop
@@ -178,8 +179,7 @@ class Parameters:
         sliced = self.program.by_name.get(result.operands[0])
         return sliced is not None and sliced.name == self.program.parameter(callee, 0)
 
-    @functools.cache  # noqa: B019 - one instance per program, dropped with it
-    def readers(self, value: Instruction) -> list[tuple[Instruction, int]]:
+    def _readers(self, value: Instruction) -> list[tuple[Instruction, int]]:
         """The dots that read ``value`` through ops that pass it on unchanged or into a called
         computation, each with the operand it reads it as."""
         program, found, pending, seen = self.program, [], [value.name], {value.name}
