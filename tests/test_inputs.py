@@ -22,6 +22,9 @@ PACKAGE = {
     "data/rates.csv": "a,b\n",
     "data/helper.py": "x = 1\n",
     "_build/out.json": "{}",
+    "data/.pytest_cache/v/lastfailed": "{}",
+    "data/build/lib/rates.csv": "a,b\n",
+    "data/shop.egg-info/PKG-INFO": "Name: shop\n",
 }
 
 
@@ -69,6 +72,11 @@ def test_a_folder_named_stands_for_its_files_that_are_not_modules(repository):
 
 def test_build_outputs_are_never_inputs(repository):
     assert files(repository, "OUT = '_build/out.json'") == set()
+
+
+def test_a_named_folders_tool_caches_and_build_outputs_are_not_its_data(repository):
+    """A tool writes these whenever it runs (pytest's cache, setuptools' build): not the data."""
+    assert files(repository, "FOLDER = 'data'") == {"data/rates.csv"}
 
 
 def test_installed_packages_count_with_their_versions_and_what_they_require(repository):

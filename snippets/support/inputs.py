@@ -24,7 +24,11 @@ from pathlib import Path
 PATH_LIKE = re.compile(r"[\w.-]+(/[\w.-]+)*")
 """A string that may name a file or folder: relative, no spaces (``"version_matrix.json"``)."""
 NOT_INPUTS = frozenset({".git", "_build", ".nox", ".venv", "node_modules", "__pycache__"})
-"""Folders whose files are never inputs: git's store, build outputs, environments, bytecode."""
+"""Folders whose files are never inputs: git's store, build outputs, environments, bytecode;
+and so is every tool's own folder, a hidden one (``.pytest_cache``) or one of :data:`BUILT`,
+when a folder a guide names holds one."""
+BUILT = ("build", "dist", ".egg-info")
+"""A package's build outputs: setuptools' ``build`` and ``*.egg-info``, ``dist``."""
 
 
 def module_file(name: str, root: Path) -> Path | None:
@@ -112,9 +116,15 @@ def _is_input(path: Path, root: Path) -> bool:
 
 
 def _files_in(folder: Path, root: Path) -> list[Path]:
-    """The files under ``folder`` that are inputs and not Python modules."""
-    files = folder.rglob("*")
-    return [p for p in files if p.is_file() and p.suffix != ".py" and _is_input(p, root)]
+    """The files under ``folder`` that are inputs and not Python modules, nor in a hidden folder
+    or a package's build output below it (a tool's cache changes whenever the tool runs)."""
+    found = []
+    for path in folder.rglob("*"):
+        below = path.relative_to(folder).parts[:-1]
+        tools = any(part.startswith(".") or part.endswith(BUILT) or part in BUILT for part in below)
+        if path.is_file() and path.suffix != ".py" and not tools and _is_input(path, root):
+            found.append(path)
+    return found
 
 
 class Inputs:
