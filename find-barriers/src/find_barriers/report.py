@@ -16,7 +16,6 @@ from find_barriers.sites import TransposeSite
 
 SCHEMA = "find-barriers/2"
 """The JSON output's ``schema``: its name and version, raised when a field changes meaning."""
-STAKE = "bytes at stake rank the sites; they do not price them"
 
 
 def size(nbytes: float) -> str:
@@ -25,11 +24,13 @@ def size(nbytes: float) -> str:
     >>> size(512), size(6144), size(3 * 2**30)
     ('512 B', '6.0 KiB', '3.0 GiB')
     """
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if nbytes < 1024 or unit == "GiB":
-            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
+    if nbytes < 1024:
+        return f"{nbytes:.0f} B"
+    for unit in ("KiB", "MiB"):
         nbytes /= 1024
-    raise AssertionError  # the loop returns at GiB
+        if nbytes < 1024:
+            return f"{nbytes:.1f} {unit}"
+    return f"{nbytes / 1024:.1f} GiB"
 
 
 def fix(site: TransposeSite) -> str | None:
