@@ -4,7 +4,7 @@
 # ///
 """Every task of the project: lint, tests, docs, and the helpers around them.
 
-``nox`` runs the default sessions (lint, tests); ``nox -s docs`` builds the site. With nothing
+``nox`` runs the default sessions (lint, tests, checker); ``nox -s docs`` builds the site. With nothing
 installed, ``uv run noxfile.py`` (or ``pipx run noxfile.py``) does the same.
 """
 
@@ -233,7 +233,7 @@ def browser(session: nox.Session) -> None:
     and drives Debian's Chromium with Playwright: no request off the host, no console error,
     every link, anchor and image, external links against docs/external_links.txt, nothing
     wider than the screen, tables on a phone, page lengths, no raw markup, search, figure text
-    size and each guide's executed notebook. Then it installs the built wheels with their
+    size and each guide's executed notebook. And it installs the built wheels with their
     ``guides`` extra outside the checkout and executes each notebook the site offers for
     download, in an empty folder. Screenshots land in ``_build/browser-screenshots``. Needs
     ``apt-get install chromium`` (``CHROMIUM=PATH`` for another binary).
