@@ -4,8 +4,8 @@
 # ///
 """Every task of the project: lint, tests, docs, and the helpers around them.
 
-``nox`` runs the default sessions (lint, tests, checker); ``nox -s docs`` builds the site. With nothing
-installed, ``uv run noxfile.py`` (or ``pipx run noxfile.py``) does the same.
+``nox`` runs the default sessions (lint, tests, checker); ``nox -s docs`` builds the site. With
+nothing installed, ``uv run noxfile.py`` (or ``pipx run noxfile.py``) does the same.
 """
 
 from __future__ import annotations
