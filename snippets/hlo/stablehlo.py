@@ -140,7 +140,7 @@ class StableHLOProgram:
 
     def _value_name(self, value: Any) -> str:
         """The record that holds an MLIR value: its operation's, a tuple element, a parameter."""
-        if hasattr(value, "result_number"):
+        if isinstance(value, ir.OpResult):
             op = value.owner.operation
             if not _tupled(op):
                 return self._name(op)
@@ -360,8 +360,8 @@ def _details(op: Any, opcode: str, operands: tuple, shape: Callable) -> tuple[st
     if opcode == "call":
         return opcode, operands, f", to_apply={_symbol(op.attributes['callee'])}"
     if opcode == "transpose":
-        order = re.search(r"array<i64(?:: ([\d, ]*))?>", str(op.attributes["permutation"]))
-        return opcode, operands, f", dimensions={{{((order and order[1]) or '').replace(' ', '')}}}"
+        order = ",".join(map(str, ir.DenseI64ArrayAttr(op.attributes["permutation"])))
+        return opcode, operands, f", dimensions={{{order}}}"
     if opcode == "dot":
         numbers = str(op.attributes["dot_dimension_numbers"])
         parts = [

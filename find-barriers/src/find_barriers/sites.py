@@ -40,7 +40,9 @@ class TransposeSite:
             or ``other``.
         dot_shape: the dot's result shape, without layout.
         op_name: the dot's ``op_name``.
-        output: the result element its value reaches (an index, or a name from the lowering).
+        output: the result element its value reaches (an index, or a name from the lowering);
+            looked for in the backward pass only (a forward value reaching the result names no
+            parameter).
         trips: how many times it runs per step (None: unknown).
         no_fold: why XLA's simplifier would keep the transpose anyway (None: it would fold it).
         stack: the dot's Python stack, innermost first.
@@ -190,7 +192,8 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
                 placed_at=placed[1],
             )
         )
-    reached = outputs_reached(program, [site.transpose for site in sites])
+    backward = [site.transpose for site in sites if role(site.op_name, None, None) != "forward"]
+    reached = dict.fromkeys(site.transpose for site in sites) | outputs_reached(program, backward)
     known = [user_frames(stack) for stack in program.known_stacks()] if sites else []
     lines = layer_lines([site.user_stack for site in sites], known)
     return sorted(
