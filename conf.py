@@ -1,7 +1,6 @@
 """Sphinx configuration. The source directory is the repository root."""
 
 import ast
-import hashlib
 import importlib.metadata
 import math
 import os
@@ -22,7 +21,7 @@ from myst_nb.core.read import create_nb_reader
 from sphinx.pycode import ModuleAnalyzer
 from sphinx.util import logging
 
-from snippets.support.inputs import Inputs
+from snippets.support.inputs import Inputs, versions_digest
 
 LOGGER = logging.getLogger(__name__)
 
@@ -310,7 +309,7 @@ def _execute_outdated_guides(app, env, added, changed, removed):
         if (notebook := _guide_notebook(app, docname)) is None:
             continue
         inputs = _guide_inputs(app, docname, notebook)
-        _READ_FROM[docname] = hashlib.sha256(repr(sorted(inputs.items())).encode()).hexdigest()
+        _READ_FROM[docname] = versions_digest(inputs)
         try:
             before = cache.match_cache_notebook(notebook).data.get("inputs", {})
         except KeyError:

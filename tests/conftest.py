@@ -85,6 +85,13 @@ def site_digest() -> str:
     return digest.update("\0".join(packages).encode()) or digest.hexdigest()
 
 
+def build_state(name: str) -> str:
+    """What ``OUT/build.NAME`` records of the last build (its run, digest or exit status); ""
+    before one wrote it."""
+    path = OUT / f"build.{name}"
+    return path.read_text() if path.is_file() else ""
+
+
 def start_build(run: str) -> None:
     """Start ``sphinx-build -W`` as ``nox -s docs`` runs it, into ``OUT``, unless a process of run
     ``run`` already has: every page read again, each guide's execution taken from ``OUT``'s own
@@ -96,13 +103,11 @@ def start_build(run: str) -> None:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:  # another process of this run is building
             return
-        if (OUT / "build.run").is_file() and (OUT / "build.run").read_text() == run:
+        if build_state("run") == run:
             return
         (OUT / "build.run").write_text(run)
         digest = site_digest()
-        built = (OUT / "build.digest").read_text() if (OUT / "build.digest").is_file() else ""
-        status = (OUT / "build.status").read_text() if (OUT / "build.status").is_file() else ""
-        if digest and (built, status) == (digest, "0"):
+        if digest and (build_state("digest"), build_state("status")) == (digest, "0"):
             return  # the last build read exactly these files, with these packages, and passed
         (OUT / "build.digest").write_text(digest)
         (OUT / "build.status").unlink(missing_ok=True)
@@ -152,9 +157,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Stop this run's build if it is still running when the run ends (early); in the process
     that started the others, if any."""
-    if hasattr(config, "workerinput") or not (OUT / "build.run").is_file():
-        return
-    if (OUT / "build.run").read_text() != run_id(config):
+    if hasattr(config, "workerinput") or build_state("run") != run_id(config):
         return
     with (OUT / "build.lock").open("a") as lock:
         try:
@@ -173,7 +176,7 @@ def built_site(pytestconfig: pytest.Config) -> BuiltSite:
     with (OUT / "build.lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_SH)  # until the build ends
     log = (OUT / "build.log").read_text()
-    status = (OUT / "build.status").read_text() if (OUT / "build.status").is_file() else "none"
+    status = build_state("status") or "none"
     assert status == "0", f"sphinx-build -W failed (exit status {status}):\n{log[-8000:]}"
     return BuiltSite(html=OUT / "html", log=log)
 

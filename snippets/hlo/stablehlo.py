@@ -303,7 +303,8 @@ class StableHLOProgram:
         return found
 
     def known_stacks(self) -> tuple[()]:
-        """None: a lowered module's locations are printed only for the operations asked about."""
+        """No stacks beyond those asked about: a lowered module's locations are read only for
+        the records the site finder asks for."""
         return ()
 
     def parameter(self, computation: str, index: int) -> str | None:

@@ -179,7 +179,12 @@ class Inputs:
 
     def digest(self) -> str:
         """One hash of :meth:`versions`: equal digests, equal inputs."""
-        return hashlib.sha256(repr(sorted(self.versions().items())).encode()).hexdigest()
+        return versions_digest(self.versions())
+
+
+def versions_digest(versions: Mapping[str, str]) -> str:
+    """One hash of what :meth:`Inputs.versions` gives."""
+    return hashlib.sha256(repr(sorted(versions.items())).encode()).hexdigest()
 
 
 @cache

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import overload
 
-from find_barriers.program import SAME_VALUE, Instruction, Program, is_sharding_call, tuple_index
+from find_barriers.program import Instruction, Program, behind, tuple_index
 
 _KNOWN_TRIPS = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
 _LOOP_PARTS = re.compile(r"\b(condition|body)=%?([\w.\-]+)")
@@ -34,16 +34,16 @@ def trip_count(loop: Instruction, program: Program) -> int | None:
     if not (found := re.search(r"direction=(\w+)", compare.attributes)):
         return None
     direction = found[1]
-    counter, bound = (_unwrapped(name, by_name) for name in compare.operands)
+    counter, bound = (behind(name, by_name) for name in compare.operands)
     if _constant(counter) is not None:  # ``bound > counter`` is ``counter < bound``
         counter, bound = bound, counter
         direction = {"GT": "LT", "GE": "LE"}.get(direction, direction)
     index = _counter_index(counter, by_name)
     if index is None or index >= min(len(state.operands), len(step.operands)):
         return None
-    start = _constant(_unwrapped(state.operands[index], by_name))
-    grow = _unwrapped(step.operands[index], by_name)
-    terms = [_unwrapped(name, by_name) for name in grow.operands] if grow else []
+    start = _constant(behind(state.operands[index], by_name))
+    grow = behind(step.operands[index], by_name)
+    terms = [behind(name, by_name) for name in grow.operands] if grow else []
     reads_counter = any(_counter_index(term, by_name) == index for term in terms)
     stride = next((s for term in terms if (s := _constant(term)) is not None), 0)
     limit = _constant(bound)
@@ -55,14 +55,6 @@ def trip_count(loop: Instruction, program: Program) -> int | None:
     if direction == "NE":
         return span // stride if span >= 0 and span % stride == 0 else None
     return max(0, -(-span // stride) if direction == "LT" else span // stride + 1)
-
-
-def _unwrapped(name: str, by_name: Mapping[str, Instruction]) -> Instruction | None:
-    """The instruction behind ``name`` once ``Sharding`` calls, converts and copies are skipped."""
-    inst = by_name.get(name)
-    while inst and inst.operands and (is_sharding_call(inst) or inst.opcode in SAME_VALUE):
-        inst = by_name.get(inst.operands[0])
-    return inst
 
 
 def _constant(inst: Instruction | None) -> int | None:

@@ -7,14 +7,7 @@ import functools
 from typing import NamedTuple
 
 from find_barriers.loops import loop_parts
-from find_barriers.program import (
-    SAME_VALUE,
-    Instruction,
-    Program,
-    callees,
-    is_sharding_call,
-    tuple_index,
-)
+from find_barriers.program import Instruction, Program, behind, callees, passes_on, tuple_index
 from find_barriers.shapes import array_shapes, has_dims
 
 
@@ -64,7 +57,7 @@ class Parameters:
         inst = program.by_name.get(name)
         while inst is not None and inst.name not in seen:
             seen.add(inst.name)
-            if _passes_on(inst):
+            if passes_on(inst):
                 following = inst.operands[0] if inst.operands else None
             elif inst.opcode == "get-tuple-element":
                 following = self._element(inst.operands[0], tuple_index(inst), sliced)
@@ -111,19 +104,12 @@ class Parameters:
         step = program.by_name.get(program.roots.get(body, ""))
         if step is None or step.opcode != "tuple" or index >= len(step.operands):
             return None
-        passed = self._unwrapped(step.operands[index])
+        passed = behind(step.operands[index], self.program.by_name)
         if self._is_state(passed, body, index):
             return self._element(loop.operands[0], index, sliced)
         if sliced and inst.opcode == "while" and passed is not None:
             return self._stacked(passed, body, index)
         return None
-
-    def _unwrapped(self, name: str) -> Instruction | None:
-        """The instruction behind ``name`` once ops that pass a value on unchanged are skipped."""
-        inst = self.program.by_name.get(name)
-        while inst is not None and _passes_on(inst) and inst.operands:
-            inst = self.program.by_name.get(inst.operands[0])
-        return inst
 
     def _is_state(self, inst: Instruction | None, body: str, index: int) -> bool:
         """Whether ``inst`` is element ``index`` of loop body ``body``'s own state."""
@@ -144,15 +130,15 @@ class Parameters:
             stack, value = update.operands[:2]
         else:
             return None
-        return value if self._is_state(self._unwrapped(stack), body, index) else None
+        return value if self._is_state(behind(stack, self.program.by_name), body, index) else None
 
     def _updates(self, call: Instruction) -> bool:
         """Whether ``call`` returns its first argument with its second written into it."""
         (callee,) = callees(call)[:1] or ("",)
-        result = self._unwrapped(self.program.roots.get(callee, ""))
+        result = behind(self.program.roots.get(callee, ""), self.program.by_name)
         if result is None or result.opcode != "dynamic-update-slice":
             return False
-        stack, value = (self._unwrapped(name) for name in result.operands[:2])
+        stack, value = (behind(name, self.program.by_name) for name in result.operands[:2])
         arguments = (self.program.parameter(callee, 0), self.program.parameter(callee, 1))
         return (stack and stack.name, value and value.name) == arguments
 
@@ -173,7 +159,7 @@ class Parameters:
         if inst.opcode != "call":
             return False
         (callee,) = callees(inst)[:1] or ("",)
-        result = self._unwrapped(self.program.roots.get(callee, ""))
+        result = behind(self.program.roots.get(callee, ""), self.program.by_name)
         if result is None or result.opcode != "dynamic-slice":
             return False
         sliced = self.program.by_name.get(result.operands[0])
@@ -190,7 +176,7 @@ class Parameters:
                     continue
                 callee = callees(user) if user.opcode == "call" else None
                 name = program.parameter(callee[0], index) if callee else None
-                name = name or (user.name if _passes_on(user) else None)
+                name = name or (user.name if passes_on(user) else None)
                 if name is not None and name not in seen:
                     seen.add(name)
                     pending.append(name)
@@ -232,8 +218,3 @@ class Parameters:
             and inst.opcode == "parameter"
             and (has_dims(inst, sizes) or (stacked and has_dims(inst, sizes, stacked=True)))
         )
-
-
-def _passes_on(inst: Instruction) -> bool:
-    """Whether ``inst`` passes its operand on unchanged, as far as naming a parameter goes."""
-    return inst.opcode in SAME_VALUE or is_sharding_call(inst)

@@ -365,6 +365,21 @@ def is_sharding_call(inst: Instruction) -> bool:
     return inst.opcode == "custom-call" and 'custom_call_target="Sharding"' in inst.attributes
 
 
+def passes_on(inst: Instruction) -> bool:
+    """Whether ``inst`` hands its operand's values on unchanged: a :data:`SAME_VALUE` op or a
+    ``Sharding`` call."""
+    return inst.opcode in SAME_VALUE or is_sharding_call(inst)
+
+
+def behind(name: str, by_name: Mapping[str, Instruction]) -> Instruction | None:
+    """The instruction that makes value ``name``, once ops that pass it on (:func:`passes_on`)
+    are skipped; None where the module does not hold it."""
+    inst = by_name.get(name)
+    while inst is not None and inst.operands and passes_on(inst):
+        inst = by_name.get(inst.operands[0])
+    return inst
+
+
 def attribute_dims(attributes: str, name: str) -> tuple[int, ...]:
     """The integers of ``name={...}`` in an instruction's attributes; ``()`` where absent.
 

@@ -14,17 +14,18 @@ from find_barriers.loops import run_counts
 from find_barriers.outputs import outputs_reached
 from find_barriers.parameters import Parameters, role
 from find_barriers.program import (
-    SAME_VALUE,
     Frame,
     Instruction,
     Program,
     is_sharding_call,
+    passes_on,
     tuple_index,
 )
 from find_barriers.shapes import array_shapes, has_dims, shape_bytes
 
-_PASS_THROUGH = SAME_VALUE | {"all-reduce", "get-tuple-element"}
-"""Ops that stand between a dot and its transpose without making a new value."""
+_ALSO_BETWEEN = frozenset({"all-reduce", "get-tuple-element"})
+"""Ops that, besides those that pass a value on unchanged (:func:`passes_on`), stand between a dot
+and its transpose without making a new value."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,7 +144,7 @@ def value_source(
     a call's or loop's result is not."""
     chain: list[Instruction] = []
     current = by_name.get(inst.operands[0]) if inst.operands else None
-    while current is not None and (current.opcode in _PASS_THROUGH or is_sharding_call(current)):
+    while current is not None and (passes_on(current) or current.opcode in _ALSO_BETWEEN):
         chain.append(current)
         source = by_name.get(current.operands[0]) if current.operands else None
         if current.opcode == "get-tuple-element" and source is not None:
