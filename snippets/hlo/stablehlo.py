@@ -7,41 +7,91 @@ the operations the site finder reaches (a few thousand of a llama2-7b step's ten
 
 from __future__ import annotations
 
-import re
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from jax.extend.mlir import ir
 
 from find_barriers.program import Frame, Instruction, Value
-from find_barriers.shapes import elements
+from snippets.hlo.mlir_operations import (
+    DETAILED,
+    OPCODES,
+    TERMINATORS,
+    details,
+    location_frames,
+    hlo_shape,
+    symbol,
+    terminator,
+    tupled,
+)
 
-_OPCODES = {
-    "stablehlo.dot_general": "dot",
-    "stablehlo.broadcast_in_dim": "broadcast",
-    "sdy.sharding_constraint": "custom-call",
-    "sdy.reshard": "custom-call",
-    "func.call": "call",
-}
-"""MLIR operations whose HLO opcode is not their name after the dialect with ``_`` as ``-``;
-Shardy's constraints become the ``Sharding`` custom call."""
-_TERMINATORS = {"func.return", "stablehlo.return", "sdy.return"}
-_DTYPES = {"i1": "pred", "complex<f32>": "c64", "complex<f64>": "c128"}
-_DETAILED = {"broadcast", "call", "compare", "constant", "custom-call", "dot", "transpose"}
-"""Opcodes whose record needs more than the operation's name (:func:`_details`)."""
+_record = dataclasses.dataclass(frozen=True, slots=True)
 
 
-def hlo_shape(mlir_type: str) -> str:
-    """A tensor type as HLO writes it.
+@_record
+class _Op:
+    """An operation's result, or a tupled operation's results as one tuple."""
 
-    >>> hlo_shape("tensor<8x16xf32>"), hlo_shape("tensor<i32>"), hlo_shape("tensor<4xui8>")
-    ('f32[8,16]', 's32[]', 'u8[4]')
-    """
-    if not mlir_type.startswith("tensor<"):
-        return mlir_type
-    *dims, dtype = mlir_type[7:-1].split("x")
-    dtype = _DTYPES.get(dtype) or dtype.lower().replace("ui", "u").replace("i", "s")
-    return f"{dtype}[{','.join(dims)}]"
+    op: Any
+
+
+@_record
+class _Element:
+    """Element ``index`` of a tupled operation's results: a ``get-tuple-element``."""
+
+    op: Any
+    index: int
+
+
+@_record
+class _Init:
+    """The tuple a ``while`` loop starts from."""
+
+    loop: Any
+
+
+@_record
+class _Argument:
+    """Argument ``index`` of a computation whose arguments arrive one by one."""
+
+    computation: str
+    index: int
+
+
+@_record
+class _State:
+    """A loop computation's arguments, which arrive as one tuple."""
+
+    computation: str
+
+
+@_record
+class _StateElement:
+    """Element ``index`` of a loop computation's state tuple."""
+
+    computation: str
+    index: int
+
+
+@_record
+class _Root:
+    """A computation's results, returned as one tuple."""
+
+    computation: str
+
+
+_Handle = _Op | _Element | _Init | _Argument | _State | _StateElement | _Root
+"""What a record is made from."""
+
+
+@_record
+class _Computation:
+    """A block, and whether its arguments (``state``) and results (``tuple_root``) are tuples."""
+
+    block: Any
+    state: bool
+    tuple_root: bool
 
 
 class _OnDemand(Mapping):
@@ -78,8 +128,8 @@ class StableHLOProgram:
         self.entry = "main"
         name = module.operation.attributes.get("sym_name")  # a StringAttr, printed quoted
         self.name = "" if name is None else str(name).strip('"')
-        self.handles: dict[str, tuple] = {}  # a record's name -> what it is made from
-        self.computations: dict[str, tuple[Any, bool, bool]] = {}  # name -> block and tuples
+        self.handles: dict[str, _Handle] = {}  # a record's name -> what it is made from
+        self.computations: dict[str, _Computation] = {}
         self.blocks: dict[Any, str] = {}  # MLIR block -> computation
         self.names: dict[Any, str] = {}  # MLIR operation -> record name
         self.shapes: dict[Any, str] = {}  # MLIR type -> HLO shape
@@ -92,7 +142,7 @@ class StableHLOProgram:
         self.roots = _OnDemand(self._root, self.computations)
         for op in module.body.operations:
             if op.operation.name == "func.func":
-                self._computation(_symbol(op.attributes["sym_name"]), op.regions[0].blocks[0])
+                self._computation(symbol(op.attributes["sym_name"]), op.regions[0].blocks[0])
         module.operation.walk(self._visit)
 
     def _visit(self, op: Any) -> ir.WalkResult:
@@ -101,13 +151,13 @@ class StableHLOProgram:
         if op.name == "stablehlo.transpose":
             self.found_transposes.append(op)
         elif op.name == "func.call":
-            self.calls_to.setdefault(_symbol(op.attributes["callee"]), []).append(op)
+            self.calls_to.setdefault(symbol(op.attributes["callee"]), []).append(op)
         return ir.WalkResult.ADVANCE
 
     def _kind(self, op: Any) -> tuple[str, int]:
         """An operation's HLO opcode and number of regions, worked out once per kind."""
         if (kind := self.kinds.get(op.name)) is None:
-            opcode = _OPCODES.get(op.name) or op.name.partition(".")[2].replace("_", "-")
+            opcode = OPCODES.get(op.name) or op.name.partition(".")[2].replace("_", "-")
             kind = self.kinds[op.name] = opcode, len(op.regions)
         return kind
 
@@ -116,10 +166,11 @@ class StableHLOProgram:
     ) -> str:
         """Register ``block`` as computation ``name``; ``state``: its arguments arrive as one
         tuple (a loop's), ``tuple_root``: its results leave as one tuple even when one."""
-        self.computations[name], self.blocks[block] = (block, state, tuple_root), name
+        self.computations[name] = _Computation(block, state, tuple_root)
+        self.blocks[block] = name
         return name
 
-    def _register(self, name: str, *handle: Any) -> str:
+    def _register(self, name: str, handle: _Handle) -> str:
         self.handles.setdefault(name, handle)
         return name
 
@@ -135,33 +186,33 @@ class StableHLOProgram:
         """The record name of an operation (``dot.12``), given when first asked for."""
         if (name := self.names.get(op)) is None:
             name = self.names[op] = f"{self._kind(op)[0]}.{len(self.names) + 1}"
-            self.handles[name] = ("op", op)
+            self.handles[name] = _Op(op)
         return name
 
     def _value_name(self, value: Any) -> str:
         """The record that holds an MLIR value: its operation's, a tuple element, a parameter."""
         if isinstance(value, ir.OpResult):
             op = value.owner.operation
-            if not _tupled(op):
+            if not tupled(op):
                 return self._name(op)
             return self._element(op, value.result_number)
         comp, number = self._block(value.owner), value.arg_number
-        if not self.computations[comp][1]:
-            return self._register(f"{comp}.arg{number}", "arg", comp, number)
-        self._register(f"{comp}.state", "state", comp)
+        if not self.computations[comp].state:
+            return self._register(f"{comp}.arg{number}", _Argument(comp, number))
+        self._register(f"{comp}.state", _State(comp))
         return self._state_element(comp, number)
 
     def _element(self, op: Any, number: int) -> str:
         """The record of element ``number`` of a tupled operation's results."""
-        return self._register(f"{self._name(op)}.{number}", "element", op, number)
+        return self._register(f"{self._name(op)}.{number}", _Element(op, number))
 
     def _state_element(self, comp: str, number: int) -> str:
         """The record of element ``number`` of a loop computation's state tuple."""
-        return self._register(f"{comp}.state.{number}", "state element", comp, number)
+        return self._register(f"{comp}.state.{number}", _StateElement(comp, number))
 
     def _init(self, loop: Any) -> str:
         """The record of the tuple a ``while`` loop starts from."""
-        return self._register(f"{self._name(loop)}.init", "init", loop)
+        return self._register(f"{self._name(loop)}.init", _Init(loop))
 
     def _block(self, block: Any) -> str:
         """The computation a block is: a function's body, or a region of an operation."""
@@ -174,28 +225,30 @@ class StableHLOProgram:
         return comp
 
     def _record(self, name: str) -> Instruction:
-        operands: tuple[str, ...]
-        kind, first, *rest = self.handles[name]
-        if kind == "op":
-            return self._operation(name, first)
-        if kind == "element":
-            shape, operands = self._shape(first.results[rest[0]]), (self._name(first),)
-            return Instruction(name, shape, "get-tuple-element", operands, f", index={rest[0]}")
-        if kind == "init":
-            operands = tuple(map(self._value_name, first.operands))
-            return Instruction(name, self._tuple_shape(first.operands), "tuple", operands, "")
-        block = self.computations[first][0]
-        if kind == "arg":
-            shape = self._shape(block.arguments[rest[0]])
-            return Instruction(name, shape, "parameter", (str(rest[0]),), "")
-        if kind == "state":
-            return Instruction(name, self._tuple_shape(block.arguments), "parameter", ("0",), "")
-        if kind == "state element":
-            shape, operands = self._shape(block.arguments[rest[0]]), (f"{first}.state",)
-            return Instruction(name, shape, "get-tuple-element", operands, f", index={rest[0]}")
-        values = _terminator(block).operands  # the root tuple
-        operands = tuple(map(self._value_name, values))
-        return Instruction(name, self._tuple_shape(values), "tuple", operands, "", True)
+        """The record ``name`` as XLA's conversion to HLO would print it."""
+        match self.handles[name]:
+            case _Op(op):
+                return self._operation(name, op)
+            case _Element(op, index):
+                shape, operands = self._shape(op.results[index]), (self._name(op),)
+                return Instruction(name, shape, "get-tuple-element", operands, f", index={index}")
+            case _Init(loop):
+                operands = tuple(map(self._value_name, loop.operands))
+                return Instruction(name, self._tuple_shape(loop.operands), "tuple", operands, "")
+            case _Argument(comp, index):
+                shape = self._shape(self.computations[comp].block.arguments[index])
+                return Instruction(name, shape, "parameter", (str(index),), "")
+            case _State(comp):
+                shape = self._tuple_shape(self.computations[comp].block.arguments)
+                return Instruction(name, shape, "parameter", ("0",), "")
+            case _StateElement(comp, index):
+                shape = self._shape(self.computations[comp].block.arguments[index])
+                operands = (f"{comp}.state",)
+                return Instruction(name, shape, "get-tuple-element", operands, f", index={index}")
+            case _Root(comp):
+                values = terminator(self.computations[comp].block).operands
+                operands = tuple(map(self._value_name, values))
+                return Instruction(name, self._tuple_shape(values), "tuple", operands, "", True)
 
     def _operation(self, name: str, op: Any) -> Instruction:
         """An operation's record; its regions become computations it calls."""
@@ -210,23 +263,26 @@ class StableHLOProgram:
             called = [self._block(region.blocks[0]) for region in op.regions if len(region.blocks)]
             attributes = f", to_apply={called[0]}" if len(called) == 1 else ""
             attributes = attributes or f", branch_computations={{{', '.join(called)}}}"
-        elif opcode in _DETAILED:
-            opcode, operands, attributes = _details(op, opcode, operands, self._shape)
+        elif opcode in DETAILED:
+            opcode, operands, attributes = details(op, opcode, operands, self._shape)
         results = op.results
-        tupled = len(results) != 1 or opcode == "while"  # as _tupled, without asking again
+        tupled = len(results) != 1 or opcode == "while"  # as tupled, without asking again
         shape = self._tuple_shape(results) if tupled else self._shape(results[0])
         return Instruction(name, shape, opcode, operands, attributes)
 
     def _owner(self, name: str) -> str:
-        kind, first, *_ = self.handles[name]
-        return self._block(first.block) if kind in ("op", "element", "init") else first
+        match self.handles[name]:
+            case _Op(op) | _Element(op) | _Init(op):
+                return self._block(op.block)
+            case handle:
+                return handle.computation
 
     def _root(self, comp: str) -> str:
-        block, _, tuple_root = self.computations[comp]
-        values = _terminator(block).operands
-        if len(values) == 1 and not tuple_root:
+        found = self.computations[comp]
+        values = terminator(found.block).operands
+        if len(values) == 1 and not found.tuple_root:
             return self._value_name(values[0])
-        return self._register(f"{comp}.root", "root", comp)
+        return self._register(f"{comp}.root", _Root(comp))
 
     def transposes(self) -> list[tuple[str, Instruction]]:
         """Every transpose, noted by the walk."""
@@ -238,7 +294,7 @@ class StableHLOProgram:
     def callers_of(self, computation: str) -> list[tuple[str, Instruction]]:
         """A region's operation, or a function's calls."""
         found = self.computations.get(computation)
-        parent = found[0].owner.operation if found else None
+        parent = found.block.owner.operation if found else None
         if parent is None or computation == self.entry:
             return []
         ops = self.calls_to.get(computation, []) if parent.name == "func.func" else [parent]
@@ -248,24 +304,24 @@ class StableHLOProgram:
         """Made from the MLIR value's uses; a loop's state is read through its init tuple."""
         if isinstance(value, tuple):  # an element of a tuple: its get-tuple-element
             return self._element_users(*value)
-        kind, first, *rest = self.handles.get(value, ("?", None))
-        if kind == "init":
-            return [(self.by_name[self._name(first)], 0)]
-        if kind == "op" and not _tupled(first):
-            return self._uses(first.results[0])
-        if kind == "element":
-            return self._uses(first.results[rest[0]])
-        if kind in ("arg", "state element"):
-            return self._uses(self.computations[first][0].arguments[rest[0]])
+        match self.handles.get(value):
+            case _Init(loop):
+                return [(self.by_name[self._name(loop)], 0)]
+            case _Op(op) if not tupled(op):
+                return self._uses(op.results[0])
+            case _Element(op, index):
+                return self._uses(op.results[index])
+            case _Argument(comp, index) | _StateElement(comp, index):
+                return self._uses(self.computations[comp].block.arguments[index])
         return []
 
     def _element_users(self, name: str, index: int) -> list[tuple[Instruction, int]]:
         """The get-tuple-element that reads element ``index`` of tuple ``name``."""
-        kind, first, *_ = self.handles.get(name, ("?", None))
-        if kind == "op" and _tupled(first):
-            return [(self.by_name[self._element(first, index)], 0)]
-        if kind == "state":
-            return [(self.by_name[self._state_element(first, index)], 0)]
+        match self.handles.get(name):
+            case _Op(op) if tupled(op):
+                return [(self.by_name[self._element(op, index)], 0)]
+            case _State(comp):
+                return [(self.by_name[self._state_element(comp, index)], 0)]
         return []
 
     def _uses(self, mlir_value: Any) -> list[tuple[Instruction, int]]:
@@ -274,9 +330,9 @@ class StableHLOProgram:
         found = []
         for use in mlir_value.uses:
             user, index = use.owner.operation, use.operand_number
-            if user.name in _TERMINATORS:
+            if user.name in TERMINATORS:
                 root = self.roots[self._block(user.block)]
-                if self.handles[root][0] == "root":
+                if isinstance(self.handles.get(root), _Root):
                     found.append((self.by_name[root], index))
             elif user.name == "stablehlo.while":
                 found.append((self.by_name[self._init(user)], index))
@@ -286,10 +342,12 @@ class StableHLOProgram:
 
     def _location(self, inst: Instruction) -> Any:
         """The MLIR location of the operation or function argument behind a record, if any."""
-        kind, first, *rest = self.handles[inst.name]
-        if kind == "arg":
-            return self.computations[first][0].arguments[rest[0]].location
-        return first.location if kind == "op" else None
+        match self.handles[inst.name]:
+            case _Argument(comp, index):
+                return self.computations[comp].block.arguments[index].location
+            case _Op(op):
+                return op.location
+        return None
 
     def op_name(self, inst: Instruction) -> str | None:
         """The location's name, as XLA's conversion to HLO takes it for ``op_name``."""
@@ -299,7 +357,7 @@ class StableHLOProgram:
     def stack(self, inst: Instruction) -> tuple[Frame, ...]:
         """The location's frames, innermost first (each record's read once)."""
         if (found := self.stacks.get(inst.name)) is None:
-            found = self.stacks[inst.name] = _frames(self._location(inst))
+            found = self.stacks[inst.name] = location_frames(self._location(inst))
         return found
 
     def known_stacks(self) -> tuple[()]:
@@ -310,75 +368,6 @@ class StableHLOProgram:
     def parameter(self, computation: str, index: int) -> str | None:
         """A function's parameter ``index``."""
         found = self.computations.get(computation)
-        if found is None or found[1] or index >= len(found[0].arguments):
+        if found is None or found.state or index >= len(found.block.arguments):
             return None
-        return self._register(f"{computation}.arg{index}", "arg", computation, index)
-
-
-def _frames(location: Any) -> tuple[Frame, ...]:
-    """The frames of a location, innermost first, walked through MLIR's location classes,
-    ``NameLoc(op_name, CallSiteLoc(callee, caller))`` with each callee
-    ``NameLoc(function, FileLineColLoc)`` (printing it and parsing the text costs six times as
-    much)."""
-    if type(location).__name__ == "NameLoc":  # the op_name
-        location = location.child_loc
-    frames, pending = [], [(location, "")]
-    while pending:
-        location, function = pending.pop()
-        kind = type(location).__name__
-        if kind == "CallSiteLoc":
-            pending += [(location.caller, ""), (location.callee, "")]  # the callee first
-        elif kind == "NameLoc":
-            pending.append((location.child_loc, location.name_str))
-        elif kind == "FileLineColLoc":
-            frames.append(Frame(location.filename, location.start_line, function))
-    return tuple(frames)
-
-
-def _symbol(attribute: Any) -> str:
-    """A function's name (``@"<lambda>"`` as printed) as a computation name: ``_lambda_``."""
-    return re.sub(r"[^\w.\-]", "_", str(attribute).lstrip("@").strip('"'))
-
-
-def _tupled(op: Any) -> bool:
-    """Whether HLO holds an operation's results as a tuple: several, or a loop's state."""
-    return len(op.results) != 1 or op.name == "stablehlo.while"
-
-
-def _terminator(block: Any) -> Any:
-    operations = block.operations
-    return operations[len(operations) - 1]
-
-
-def _details(op: Any, opcode: str, operands: tuple, shape: Callable) -> tuple[str, tuple, str]:
-    """The opcode, operands and attributes of an operation whose record needs more than its
-    name: a broadcast that only adds dimensions of size 1 (XLA makes it a reshape), a call's
-    callee, a comparison's direction, an integer scalar constant's value, a custom call's target
-    (``Sharding`` for Shardy's constraints)."""
-    if opcode == "broadcast":
-        same = elements(shape(op.results[0])) == elements(shape(op.operands[0]))
-        return ("reshape" if same else opcode), operands, ""
-    if opcode == "call":
-        return opcode, operands, f", to_apply={_symbol(op.attributes['callee'])}"
-    if opcode == "transpose":
-        order = ",".join(map(str, ir.DenseI64ArrayAttr(op.attributes["permutation"])))
-        return opcode, operands, f", dimensions={{{order}}}"
-    if opcode == "dot":
-        numbers = str(op.attributes["dot_dimension_numbers"])
-        parts = [
-            f", {side}_{kind}_dims={{{found[1].replace(' ', '') if found else ''}}}"
-            for side in ("lhs", "rhs")
-            for kind in ("batch", "contracting")
-            if (found := re.search(rf"{side}_{kind}\w* = \[([\d, ]*)\]", numbers))
-            or kind == "contracting"
-        ]
-        return opcode, operands, "".join(parts)
-    if opcode == "compare":
-        direction = re.search(r"direction (\w+)", str(op.attributes["comparison_direction"]))
-        return opcode, operands, f", direction={direction[1] if direction else '?'}"
-    if opcode == "constant":
-        value = re.fullmatch(r"dense<(-?\d+)> : tensor<u?i\d+>", str(op.attributes["value"]))
-        return opcode, (value[1],) if value else (), ""
-    custom = op.name == "stablehlo.custom_call"  # the one detailed opcode left: a custom call
-    target = op.attributes["call_target_name"] if custom else '"Sharding"'
-    return opcode, operands, f", custom_call_target={target}"
+        return self._register(f"{computation}.arg{index}", _Argument(computation, index))
