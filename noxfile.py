@@ -11,17 +11,12 @@ nothing installed, ``uv run noxfile.py`` (or ``pipx run noxfile.py``) does the s
 from __future__ import annotations
 
 import json
-import os
-import platform
-import re
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import nox
-from packaging.specifiers import SpecifierSet
 
 nox.needs_version = ">=2025.10.14"  # the first with download_python (--download-python)
 nox.options.default_venv_backend = "uv"
@@ -31,32 +26,7 @@ nox.options.error_on_missing_interpreters = True  # a missing Python fails, not 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 PYTHON = PYPROJECT["project"]["requires-python"]
 """The Pythons every session runs on (``>=3.12``), whichever Python runs nox itself."""
-FLOOR = PYTHON.removeprefix(">=")
 
-
-def require_python() -> None:
-    """Exit with one line where no Python that ``PYTHON`` accepts is here or can be downloaded.
-
-    nox finds such a Python on the PATH, or has uv download one (``--download-python``); this
-    check runs first only so that, offline, the reason is one line instead of uv's.
-    """
-    uv = shutil.which("uv") or Path(sys.executable).with_name("uv")  # nox[uv] puts it beside
-    if platform.python_version() in SpecifierSet(PYTHON) or not Path(uv).exists():
-        return
-    commands = [(uv, "python", "find", "--no-project", PYTHON)]
-    never = re.search(r"--download-python[= ]never", " ".join(sys.argv))
-    if not never and os.environ.get("NOX_DOWNLOAD_PYTHON") != "never":
-        commands.append((uv, "python", "install", "--quiet", PYTHON))
-    if not any(
-        subprocess.run(c, capture_output=True, check=False).returncode == 0 for c in commands
-    ):
-        sys.exit(
-            f"nox > error: no Python {PYTHON} here, and uv could not download one: install one"
-            f" (pyenv install {FLOOR}, apt-get install python{FLOOR}, or uv python install {FLOOR})"
-        )
-
-
-require_python()
 
 HTML = Path("_build/html")
 BROWSER_SITE = Path("_build/browser-site")

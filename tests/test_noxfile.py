@@ -67,3 +67,14 @@ def test_sessions_read_their_python_from_requires_python():
         if isinstance(target, ast.Name)
     }
     assert assigned["PYTHON"] == "PYPROJECT['project']['requires-python']"
+
+
+def test_reading_the_noxfile_runs_no_check():
+    """Only imports, settings, constants and sessions at the top level: nox checks each
+    session's Python when the session starts, so nothing runs when nox reads the file."""
+    calls = [
+        ast.unparse(node)
+        for node in ast.parse((ROOT / "noxfile.py").read_text()).body
+        if isinstance(node, ast.Expr) and not isinstance(node.value, ast.Constant)
+    ]
+    assert calls == []
