@@ -1,7 +1,8 @@
 """``python -m snippets COMMAND [options]``: every command of the project; alone, their list.
 
-Each command is the ``main`` of one module in :mod:`snippets.measure`, imported only when run.
-The dump check is find-barriers' own command (``find-barriers``, ``python -m find_barriers``).
+A command is named as its module: ``python -m snippets NAME`` runs ``main`` of
+``snippets/measure/NAME.py``, imported only when run. The dump check is find-barriers' own
+command (``find-barriers``, ``python -m find_barriers``).
 """
 
 from __future__ import annotations
@@ -12,23 +13,23 @@ from collections.abc import Sequence
 
 from snippets.support.cli import run_module
 
-COMMANDS = {
-    "devices": "snippets.measure.device_report",
-    "lm_head": "snippets.measure.head_orientation",
-    "lowering": "snippets.measure.step_lowering",
-    "collective_cost": "snippets.measure.collective_timing",
-    "barrier": "snippets.measure.barrier",
-    "causal_control": "snippets.measure.causal_control",
-    "bench": "snippets.measure.bench",
-    "reduce_scatter": "snippets.measure.reduce_scatter",
-    "modes": "snippets.measure.modes",
-    "multihost": "snippets.measure.multihost",
-    "maxtext_decoder": "snippets.measure.maxtext_decoder",
-    "version_check": "snippets.measure.version_check",
-    "barrier_bench": "snippets.measure.barrier_bench",
-    "one_training_step": "snippets.measure.training_step_run",
-}
-"""Each command's name and the module whose ``main`` it runs."""
+COMMANDS = (
+    "device_report",
+    "head_orientation",
+    "step_lowering",
+    "collective_timing",
+    "barrier",
+    "causal_control",
+    "bench",
+    "reduce_scatter",
+    "modes",
+    "multihost",
+    "maxtext_decoder",
+    "version_check",
+    "barrier_bench",
+    "training_step_run",
+)
+"""The modules of :mod:`snippets.measure` with a ``main``, in the guides' order."""
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -36,13 +37,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: python -m snippets COMMAND [options]; COMMAND --help for its options\n")
-        print("\n".join(f"  {name:18} {module}" for name, module in COMMANDS.items()))
+        print("\n".join(f"  {name:18} snippets/measure/{name}.py" for name in COMMANDS))
         return
     if argv[0] not in COMMANDS:
         sys.stderr.write(f"error: no command {argv[0]!r}; choose one of {', '.join(COMMANDS)}\n")
         raise SystemExit(2)
     sys.argv[0] = f"python -m snippets {argv[0]}"  # what --help and usage errors name
-    command = importlib.import_module(COMMANDS[argv[0]]).main
+    command = importlib.import_module(f"snippets.measure.{argv[0]}").main
     run_module(lambda: command(argv[1:]))
 
 

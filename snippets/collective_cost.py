@@ -1,5 +1,5 @@
 """What a finishing collective costs: the ring model, priced for TPU v5p (the collectives are
-timed on CPU by :mod:`snippets.measure.collective_timing`, ``python -m snippets collective_cost``)."""
+timed on CPU by :mod:`snippets.measure.collective_timing`, ``python -m snippets collective_timing``)."""
 
 from __future__ import annotations
 

@@ -158,10 +158,10 @@ def test_lowering_has_a_help_and_a_report(capsys):
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
-        (["snippets", "devices", "--devices", HUGE], ["simulated CPU devices", "ask for at most"]),
+        (["snippets", "device_report", "--devices", HUGE], ["simulated CPU devices", "ask for at most"]),
         (["snippets", "version_check", "--jsn"], ["unrecognized arguments: --jsn"]),
         (["snippets", "modes", "--check", "nope"], ["argument --check", "invalid choice: 'nope'"]),
-        (["snippets", "barriers"], ["no command 'barriers'", "choose one of devices,"]),
+        (["snippets", "barriers"], ["no command 'barriers'", "choose one of device_report,"]),
     ],
     ids=lambda argv: " ".join(argv[:2]) if isinstance(argv, list) else None,
 )
@@ -210,12 +210,12 @@ def test_python_dash_m_snippets_alone_lists_every_command():
 
 
 def test_a_closed_pipe_ends_the_run_quietly():
-    """As ``python -m snippets devices --json | head -c 0``: the reader is gone before the output.
+    """As ``python -m snippets device_report --json | head -c 0``: the reader is gone before the output.
 
     ``python -m snippets`` runs every command through :func:`~snippets.support.cli.run_module`;
     this command is the quickest to print."""
     with subprocess.Popen(
-        [sys.executable, "-m", "snippets", "devices", "--json"],
+        [sys.executable, "-m", "snippets", "device_report", "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

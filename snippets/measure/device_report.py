@@ -1,4 +1,4 @@
-"""The devices the guides run on, as a report (``python -m snippets devices``)."""
+"""The devices the guides run on, as a report (``python -m snippets device_report``)."""
 
 from __future__ import annotations
 

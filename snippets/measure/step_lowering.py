@@ -1,5 +1,5 @@
 """The guides' step lowered and compiled: its three program texts and XLA's per-pass dumps, and the
-command-line options every step command shares (``python -m snippets lowering``)."""
+command-line options every step command shares (``python -m snippets step_lowering``)."""
 
 from __future__ import annotations
 
