@@ -91,7 +91,7 @@ def test_a_dump_exits_1_with_a_blocked_fold_and_0_without(files, capsys, mode, s
 def test_a_file_lists_the_same_sites_as_lowered_sites(files, mode, kind):
     (read,) = find_sites(read_module(str(files[mode][kind])))
     (lowered,) = files[mode]["sites"]
-    shown = ("dot_shape", "shape", "between", "kind", "op_name", "trips", "user_line")
+    shown = ("dot_shape", "shape", "between", "verdict", "op_name", "trips", "user_line")
     assert [getattr(read, key) for key in shown] == [getattr(lowered, key) for key in shown]
     assert files[mode]["outputs"][read.output] == lowered.output == "head.kernel"
 

@@ -98,14 +98,14 @@ def test_the_custom_vjp_writes_the_weight_gradient_without_a_transpose():
 def test_auto_axes_leaves_the_dot_feeding_its_transpose(out_sharding):
     head = HEADS["auto_axes"]
     sites = find_sites(read_hlo(_explicit_grad_hlo(head, out_sharding)), (EMB, VOCAB))
-    assert [site.kind for site in sites] == ["foldable"]
+    assert [site.verdict for site in sites] == ["foldable"]
 
 
 @pytest.mark.needs_devices(2)
 def test_the_plain_dot_keeps_the_barrier():
     """The control: without either head, explicit mode puts a Sharding call in between."""
     sites = find_sites(read_hlo(_explicit_grad_hlo(lambda x, k, s: x @ k)), (EMB, VOCAB))
-    assert [site.kind for site in sites] == ["barrier"]
+    assert [site.verdict for site in sites] == ["blocked"]
 
 
 @pytest.mark.needs_devices(2)

@@ -30,7 +30,7 @@ print("RESULT", json.dumps({
     run: {
         "loss": losses[run],
         "sites": [
-            {"output": site.output, "kind": site.kind, "shape": site.shape,
+            {"output": site.output, "verdict": site.verdict, "shape": site.shape,
              "dot_shape": site.dot_shape, "between": list(site.between)}
             for site in lowered_sites(step)
         ],

@@ -133,7 +133,7 @@ def test_maxtexts_process_wide_constraint_shim_is_not_the_users_line():
 
 
 def test_a_site_reads_as_one_line_with_its_bytes():
-    site = TransposeSite("t", "f32[2,8]", "d", ("Sharding",), "barrier", "f32[8,2]", trips=3)
+    site = TransposeSite("t", "f32[2,8]", "d", ("Sharding",), "f32[8,2]", trips=3)
     site = dataclasses.replace(site, output="w", user_line=Frame("/elsewhere/m.py", 3))
     site = dataclasses.replace(site, role="weight gradient", via=Frame("/elsewhere/m.py", 1))
     line = "/elsewhere/m.py:3 via /elsewhere/m.py:1  weight gradient (output w)"

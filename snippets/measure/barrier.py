@@ -35,13 +35,13 @@ from snippets.support.tables import print_report
 def run_report(lowered: LoweredStep) -> dict:
     """What one lowered step shows: barrier, fold sites, leftovers and collectives."""
     config = lowered.config
-    sites = [site.kind for site in find_sites(read_hlo(lowered.hlo), config.kernel_dims)]
+    sites = [site.verdict for site in find_sites(read_hlo(lowered.hlo), config.kernel_dims)]
     left = relayouts(lowered.compiled, config.kernel_dims)
     return {
         "mode": config.mode,
         "variant": config.variant,
         "sharding_calls": sharding_call_count(lowered.hlo),
-        "barrier_sites": sites.count("barrier"),
+        "barrier_sites": sites.count("blocked"),
         "foldable_sites": sites.count("foldable"),
         "compiled_transposes": [r.shape for r in left if r.opcode == "transpose"],
         "relayout_copies": [r.shape for r in left if r.opcode == "copy"],
@@ -116,7 +116,7 @@ def single_device_control(config: StepConfig) -> dict:
         "folded": bool(dots) and not left,
         "kernel_order_dots": [dot.shape for dot in dots],
         "relayouts": [r.shape for r in left],
-        "sites_before_optimisation": [site.kind for site in sites],
+        "sites_before_optimisation": [site.verdict for site in sites],
     }
 
 
@@ -126,7 +126,7 @@ def pass_window(config: StepConfig) -> dict:
     sites = find_sites(read_hlo(order["module_before_first_algsimp"]), config.kernel_dims)
     return {
         **{key: value for key, value in order.items() if not key.startswith("module")},
-        "sites_at_first_algsimp": [{"between": list(s.between), "kind": s.kind} for s in sites],
+        "sites_at_first_algsimp": [{"between": list(s.between), "verdict": s.verdict} for s in sites],
     }
 
 

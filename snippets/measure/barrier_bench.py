@@ -89,7 +89,6 @@ def bench_find_barriers(config: DecoderConfig, mode: str, repeats: int) -> dict:
     return {
         "config": config.model_dump() | {"mode": mode, "devices": MESH_DEVICES, "repeats": repeats},
         "sites": len(sites),
-        "barriers": sum(site.kind == "barrier" for site in sites),
         "blocked": sum(site.blocked for site in sites),
         "dump_bytes": size,
         "dump_exit_status": sorted({status for _, _, status in reads}),

@@ -14,7 +14,7 @@ from find_barriers.frames import readable
 from find_barriers.rules import rule_of
 from find_barriers.sites import TransposeSite
 
-SCHEMA = "find-barriers/2"
+SCHEMA = "find-barriers/3"
 """The JSON output's ``schema``: its name and version, raised when a field changes meaning."""
 
 
@@ -123,7 +123,6 @@ def record(site: TransposeSite, status: str | None) -> dict:
     ]
     return dataclasses.asdict(site) | {
         "verdict": site.verdict,
-        "blocked": site.blocked,
         "rule": rule and rule.code,
         "help_url": rule and rule.url,
         "status": status,

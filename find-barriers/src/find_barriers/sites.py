@@ -37,8 +37,6 @@ class TransposeSite:
         shape: the transpose's result shape, without layout.
         dot: the dot's name.
         between: what stands between, nearest the transpose first (``Sharding`` for the call).
-        kind: ``foldable`` (nothing between), ``barrier`` (a ``Sharding`` call), ``all-reduce``
-            or ``other``.
         dot_shape: the dot's result shape, without layout.
         op_name: the dot's ``op_name``.
         output: the result element its value reaches (an index, or a name from the lowering);
@@ -60,7 +58,6 @@ class TransposeSite:
     shape: str
     dot: str
     between: tuple[str, ...]
-    kind: str
     dot_shape: str = ""
     op_name: str | None = None
     output: int | str | None = None
@@ -172,8 +169,6 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
         if origin is None or origin.opcode != "dot":
             continue
         between = tuple("Sharding" if is_sharding_call(op) else op.opcode for op in chain)
-        kinds = {"Sharding": "barrier", "all-reduce": "all-reduce"}  # in this order
-        kind = next((kinds[k] for k in kinds if k in between), "other" if between else "foldable")
         shapes = inst.shape.split("{")[0], origin.shape.split("{")[0]
         placed = placed_by(program, [op for op in chain if is_sharding_call(op)])
         parameters = parameters or Parameters(program)
@@ -181,7 +176,7 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
         forward = role(op_name, None, None) == "forward"  # no parameter to look for
         sites.append(
             TransposeSite(
-                *(inst.name, shapes[0], origin.name, between, kind, shapes[1]),
+                *(inst.name, shapes[0], origin.name, between, shapes[1]),
                 op_name=op_name,
                 no_fold=fold.no_fold(program, inst, chain, origin),
                 trips=count(comp),
