@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-EXTENSIONS = Path(__file__).resolve().parent.parent / "docs" / "_ext"
+EXTENSIONS = Path(__file__).resolve().parent.parent / "docs/_ext"
 GUIDE = """---
 jupytext:
   text_representation:

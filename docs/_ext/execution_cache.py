@@ -54,6 +54,8 @@ _EXECUTIONS: dict[str, tuple[Future, dict[str, str]]] = {}
 """The guides executing in this build, by docname: the execution and the inputs it is keyed on."""
 _READ_FROM: dict[str, str] = {}
 """Per guide, a digest of the inputs of the execution this build renders it from."""
+RENDERED_FROM = "rendered_from"
+"""The metadata key of that digest, kept from the build that last read the guide."""
 
 
 def _execute_outdated_guides(app, env, added, changed, removed):
@@ -67,7 +69,7 @@ def _execute_outdated_guides(app, env, added, changed, removed):
     if config.execution_mode != "cache":
         return []
     cache = get_cache(config.execution_cache_path)
-    outdated, rendered = {}, getattr(env, "rendered_from", {})
+    outdated = {}
     _READ_FROM.clear()
     for docname in sorted(env.found_docs - removed):
         if (notebook := _guide_notebook(app, docname)) is None:
@@ -98,7 +100,8 @@ def _execute_outdated_guides(app, env, added, changed, removed):
         )
         _EXECUTIONS[docname] = (execution, inputs)
     pool.shutdown(wait=False)
-    stale = {docname for docname, read in _READ_FROM.items() if rendered.get(docname) != read}
+    rendered = {docname: env.metadata.get(docname, {}).get(RENDERED_FROM) for docname in _READ_FROM}
+    stale = {docname for docname, read in _READ_FROM.items() if rendered[docname] != read}
     return sorted((set(outdated) | stale) - added - changed)
 
 
@@ -143,20 +146,10 @@ def _cache_executions_before_parallel_read(app, env, docnames):
 
 
 def _keep_rendered_from(app, doctree):
-    """Right after a guide is read, keep which inputs the execution it was rendered from read."""
+    """Right after a guide is read, keep in its metadata which inputs the execution it was
+    rendered from read (Sphinx forgets and merges a page's metadata with the page)."""
     if app.env.docname in _READ_FROM:
-        app.env.rendered_from = getattr(app.env, "rendered_from", {})
-        app.env.rendered_from[app.env.docname] = _READ_FROM[app.env.docname]
-
-
-def _forget_rendered_from(app, env, docname):
-    getattr(env, "rendered_from", {}).pop(docname, None)
-
-
-def _merge_rendered_from(app, env, docnames, other):
-    kept = getattr(other, "rendered_from", {})
-    kept = {d: kept[d] for d in docnames if d in kept}
-    env.rendered_from = getattr(env, "rendered_from", {}) | kept
+        app.env.metadata[app.env.docname][RENDERED_FROM] = _READ_FROM[app.env.docname]
 
 
 def setup(app):
@@ -165,6 +158,4 @@ def setup(app):
     app.connect("env-before-read-docs", _cache_executions_before_parallel_read)
     app.connect("source-read", _cache_execution)
     app.connect("doctree-read", _keep_rendered_from)
-    app.connect("env-purge-doc", _forget_rendered_from)
-    app.connect("env-merge-info", _merge_rendered_from)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

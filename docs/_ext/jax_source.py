@@ -6,6 +6,7 @@ on GitHub at the installed release's tag. The site's ``myst_url_schemes`` must l
 import ast
 import importlib.metadata
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 from docutils import nodes
@@ -24,7 +25,8 @@ def jax_source_lines(name: str, text: str = "") -> tuple[str, int, int]:
     ``text``, which must occur once in ``name``'s source: the statement holding the text, or the
     header of the ``def`` or ``class`` that does. ``LookupError`` if either is absent.
     """
-    path, node, rest = _jax_module(name)
+    path, module, rest = _jax_module(name)
+    node: Any = module  # the module, then each definition inside it
     for part in rest:  # the last definition of each name, as Python binds it
         found = [n for n in getattr(node, "body", []) if getattr(n, "name", None) == part]
         if not found:
@@ -43,7 +45,7 @@ def jax_source_lines(name: str, text: str = "") -> tuple[str, int, int]:
 
 def _jax_file(path: str) -> Path:
     """The installed JAX's file at ``path`` (relative to site-packages, as in JAX's repository)."""
-    return Path(importlib.metadata.distribution("jax").locate_file(path))
+    return Path(str(importlib.metadata.distribution("jax").locate_file(path)))
 
 
 def _jax_module(name: str) -> tuple[str, ast.Module, list[str]]:
@@ -58,16 +60,17 @@ def _jax_module(name: str) -> tuple[str, ast.Module, list[str]]:
 
 def _statement_lines(node: ast.AST, line: int) -> tuple[int, int]:
     """The innermost statement under ``node`` holding ``line``; a definition's header only."""
-    around = [
-        s for s in ast.walk(node) if isinstance(s, ast.stmt) and s.lineno <= line <= s.end_lineno
-    ]
+    spans = {
+        s: (s.lineno, s.end_lineno or s.lineno) for s in ast.walk(node) if isinstance(s, ast.stmt)
+    }
+    around = [s for s, (first, last) in spans.items() if first <= line <= last]
     if not around:
         return line, line
-    inner = min(around, key=lambda s: s.end_lineno - s.lineno)
+    inner = min(around, key=lambda s: spans[s][1] - spans[s][0])
     definition = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     if isinstance(inner, definition) and line < inner.body[0].lineno:
         return inner.lineno, inner.body[0].lineno - 1
-    return inner.lineno, inner.end_lineno
+    return spans[inner]
 
 
 def jax_source_url(name: str, text: str = "") -> str:
