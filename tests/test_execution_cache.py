@@ -47,10 +47,8 @@ def build(project: Path) -> subprocess.CompletedProcess:
     settings = 'root_doc = "docs/index"\nnb_execution_mode = "cache"\n'
     settings += f"nb_execution_cache_path = {str(project / 'cache')!r}\n"
     environment = os.environ | {"PYTHONPATH": str(project / "source")}  # where kernels find parts
-    return build_project(
-        *(project / "source", project / "out", [execution_cache], settings, "-b", "dummy"),
-        env=environment,
-    )
+    source, out = project / "source", project / "out"
+    return build_project(source, out, [execution_cache], settings, "-b", "dummy", env=environment)
 
 
 def executed(log: str) -> list[str]:

@@ -11,10 +11,8 @@ from tests.sphinx_project import GUIDE, build_project
 def test_a_guides_page_links_its_executed_notebook(tmp_path):
     (tmp_path / "src" / "guides").mkdir(parents=True)
     (tmp_path / "src" / "guides" / "demo.md").write_text(GUIDE)
-    settings = (
-        'root_doc = "guides/demo"\nhtml_theme = "sphinx_book_theme"\nnb_execution_mode = "cache"\n'
-    )
-    settings += f"nb_execution_cache_path = {str(tmp_path / 'cache')!r}\n"
+    settings = 'root_doc = "guides/demo"\nhtml_theme = "sphinx_book_theme"\n'
+    settings += f'nb_execution_mode = "cache"\nnb_execution_cache_path = "{tmp_path / "cache"}"\n'
     html = tmp_path / "out" / "html"
     build = build_project(tmp_path / "src", html, ["myst_nb", notebook_download], settings, "-q")
     assert build.returncode == 0, build.stderr
