@@ -6,7 +6,7 @@ The build starts as soon as the tests are collected, in its own process (one for
 of ``pytest -n``), and the site checks run last, so the other tests run while the guides execute. It goes to ``_build/test-site``, never to
 the developer's ``_build/html`` or ``_build/.jupyter_cache``: its pages are read afresh (every
 warning counts) unless the last build passed on the same files and packages, and its guides
-execute only when what they read changed since the last run's execution (``conf.py``). Results a guide and a test share (:mod:`snippets.support.results`)
+execute only when what they read changed since the last run's execution (``docs/_ext/execution_cache.py``). Results a guide and a test share (:mod:`snippets.support.results`)
 are kept beside it, in ``_build/test-site/results``.
 """
 

@@ -1,7 +1,7 @@
 """A guide executes again only when what it reads changed, and a failing cell names its guide.
 
-Each test builds a small project of its own with this repository's ``conf.py``: two notebooks,
-each importing one module of a package beside them.
+Each test builds a small project of its own with ``docs/_ext/execution_cache.py``: two
+notebooks, each importing one module of a package beside them.
 """
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from jupyter_cache import get_cache
 
+import execution_cache
 from tests.guide_runner import guide_paths
+from tests.sphinx_project import build_project
 
-ROOT = Path(__file__).resolve().parent.parent
 HEADER = guide_paths()[0].read_text().split("\n---\n", 1)[0] + "\n---\n"
 """A real guide's jupytext header: what makes a Markdown file a notebook."""
 
@@ -43,19 +43,12 @@ def project(tmp_path: Path) -> Path:
 
 
 def build(project: Path) -> subprocess.CompletedProcess:
-    """Build ``project/source`` with this repository's ``conf.py``; its execution cache is
-    ``project/cache``."""
-    command = [*(sys.executable, "-m", "sphinx", "-W", "-b", "dummy", "-c", str(ROOT))]
-    command += [*("-D", f"nb_execution_cache_path={project / 'cache'}")]
+    """Build ``project/source`` with the extension; its execution cache is ``project/cache``."""
+    settings = 'root_doc = "docs/index"\nnb_execution_mode = "cache"\n'
+    settings += f"nb_execution_cache_path = {str(project / 'cache')!r}\n"
     environment = os.environ | {"PYTHONPATH": str(project / "source")}  # where kernels find parts
-    return subprocess.run(
-        [*command, str(project / "source"), str(project / "out")],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
-        env=environment,
-    )
+    source, out = project / "source", project / "out"
+    return build_project(source, out, [execution_cache], settings, "-b", "dummy", env=environment)
 
 
 def executed(log: str) -> list[str]:

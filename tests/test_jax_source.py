@@ -1,9 +1,9 @@
 """Every link to JAX's source names the installed release and the lines that hold what it cites.
 
 Pages cite JAX as ``[label]: jax-source:NAME``, or ``[label]: jax-source:NAME "TEXT"`` for the
-statement in NAME that holds TEXT; ``conf.py`` turns them into GitHub addresses at the release's
-tag. Each cited name is looked up here through Python's own
-``inspect`` in the installed JAX, so a release that moves or drops one fails by name.
+statement in NAME that holds TEXT; ``docs/_ext/jax_source.py`` turns them into GitHub addresses at
+the release's tag. Each cited name is looked up here through Python's own ``inspect`` in the
+installed JAX, so a release that moves or drops one fails by name.
 """
 
 from __future__ import annotations
@@ -11,14 +11,13 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
 import pytest
 
-import conf
+import jax_source
+from tests.sphinx_project import build_project
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted([*ROOT.glob("guides/*.md"), *ROOT.glob("docs/*.md")])
@@ -57,7 +56,7 @@ def test_the_pages_cite_jax_source():
 @pytest.mark.parametrize(("name", "text"), cited(), ids=" ".join)
 def test_each_cited_name_is_where_its_link_points(name, text):
     target = f"{name} {text!r}"
-    path, first, last = conf.jax_source_lines(name, text)
+    path, first, last = jax_source.jax_source_lines(name, text)
     file = Path(jax.__file__).parent.parent / path
     lines = file.read_text().splitlines()[first - 1 : last]
     found = installed(name)
@@ -77,9 +76,9 @@ def test_each_cited_name_is_where_its_link_points(name, text):
 
 def test_each_link_names_the_installed_release():
     for name, text in cited():
-        path, first, _ = conf.jax_source_lines(name, text)
+        path, first, _ = jax_source.jax_source_lines(name, text)
         prefix = f"https://github.com/jax-ml/jax/blob/jax-v{jax.__version__}/{path}#L{first}"
-        assert conf.jax_source_url(name, text).startswith(prefix)
+        assert jax_source.jax_source_url(name, text).startswith(prefix)
 
 
 def test_a_missing_name_or_text_is_an_error_that_says_what():
@@ -90,20 +89,12 @@ def test_a_missing_name_or_text_is_an_error_that_says_what():
     }
     for (name, text), message in errors.items():
         with pytest.raises(LookupError, match=re.escape(message)):
-            conf.jax_source_lines(name, text)
+            jax_source.jax_source_lines(name, text)
     with pytest.raises(LookupError, match=r"'def ' is in jax\._src\.pjit \d{2,} times"):
-        conf.jax_source_lines("jax._src.pjit", "def ")
+        jax_source.jax_source_lines("jax._src.pjit", "def ")
 
 
-SITE_CONF = """
-import sys
-sys.path.insert(0, {root!r})
-from conf import _link_jax_source, myst_url_schemes
-extensions = ["myst_parser"]
-def setup(app):
-    app.connect("doctree-read", _link_jax_source)
-"""
-
+SCHEMES = 'myst_url_schemes = ["https", "jax-source"]\n'
 PAGE = """# JAX's source
 
 [found][found] and [lost][lost]
@@ -114,15 +105,8 @@ PAGE = """# JAX's source
 
 
 def test_the_build_links_a_name_and_fails_on_a_missing_one(tmp_path):
-    (tmp_path / "conf.py").write_text(SITE_CONF.format(root=str(ROOT)))
     (tmp_path / "index.md").write_text(PAGE)
-    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html"]
-    build = subprocess.run(
-        [*command, str(tmp_path), str(tmp_path / "html")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    build = build_project(tmp_path, tmp_path / "html", ["myst_parser", jax_source], SCHEMES, "-q")
     assert build.returncode == 1
     assert "index.md:3" in build.stderr
     assert "'no such text' is in jax._src.pjit 0 times" in build.stderr

@@ -1,10 +1,10 @@
 """What code reads, found from its source without running it: the repository's modules it imports,
 transitively, the files they name, and the installed packages they import, at their versions.
 
-A guide's execution (``conf.py``) and a shared result (:mod:`snippets.support.results`) are keyed
-on these, so that editing a module re-runs only what imports it. Imports anywhere in a module count,
-inside functions too, and so does ``python -m NAME`` written as a command's ``"-m", "NAME"``; a
-module imported by a computed name (``importlib.import_module(name)``) is not seen.
+A guide's execution (``docs/_ext/execution_cache.py``) and a shared result
+(:mod:`snippets.support.results`) are keyed on these, so that editing a module re-runs only what
+imports it. Imports anywhere in a module count, inside functions too, and so does ``python -m NAME``
+written as a command's ``"-m", "NAME"``; a module imported by a computed name is not seen.
 """
 
 from __future__ import annotations
