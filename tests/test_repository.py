@@ -15,8 +15,8 @@ def test_no_address_means_no_repository_links():
 
 
 def test_an_address_turns_on_the_repository_links():
-    options = repository_options("https://example.org/owner/name")
-    assert options["repository_url"] == "https://example.org/owner/name"
+    options = repository_options("https://gitlab.com/owner/name")
+    assert options["repository_url"] == "https://gitlab.com/owner/name"
     assert options["use_repository_button"]
     assert "launch_buttons" not in options  # Colab opens notebooks from GitHub only
 
@@ -66,6 +66,18 @@ def test_the_tag_and_the_role_show_the_address_when_one_is_set(tmp_path, address
 
 def test_the_role_takes_only_a_slash(tmp_path):
     (tmp_path / "index.md").write_text("# Source\n\n{repository}`/owner`\n")
-    settings = 'repository_address = "https://example.org/owner/name"\n'
+    settings = 'repository_address = "https://github.com/owner/name"\n'
     build = build_project(tmp_path, tmp_path / "html", ["myst_parser", repository], settings, "-q")
     assert "{repository} takes only '/' (the repository's address), not '/owner'" in build.stderr
+
+
+def test_an_address_the_theme_cannot_link_fails_the_build_by_name(tmp_path):
+    (tmp_path / "index.md").write_text("# Source\n")
+    settings = (
+        'html_theme = "sphinx_book_theme"\nrepository_address = "https://example.org/o/n"\n'
+    )
+    build = build_project(tmp_path, tmp_path / "html", ["myst_parser", repository], settings, "-q")
+    assert build.returncode != 0
+    expected = "'https://example.org/o/n' is not on github.com, gitlab.com, bitbucket.org"
+    assert expected in build.stderr
+    assert "Traceback" not in build.stderr

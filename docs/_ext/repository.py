@@ -4,6 +4,10 @@ links, the ``repository`` tag, and the ``{repository}`/``` role, all from ``repo
 from urllib.parse import urlparse
 
 from docutils import nodes
+from sphinx.util import logging
+
+HOSTS = ("github.com", "gitlab.com", "bitbucket.org")
+"""Where the theme can link a page's source (it knows no other host's address scheme)."""
 
 
 def repository_options(url: str) -> dict[str, object]:
@@ -45,8 +49,14 @@ def repository_role(name, rawtext, text, lineno, inliner, options=None, content=
 
 
 def _apply_address(app, config):
-    """With an address, turn on the theme's links to it and the ``repository`` tag."""
-    if config.repository_address:
+    """With an address, turn on the theme's links to it and the ``repository`` tag; an address
+    on another host is a warning that names it (an error in a ``-W`` build), and links nothing."""
+    if urlparse(config.repository_address).hostname not in (None, *HOSTS):
+        logging.getLogger(__name__).warning(
+            "Repository address %r is not on %s: no page links to it",
+            *(config.repository_address, ", ".join(HOSTS)),
+        )
+    elif config.repository_address:
         app.tags.add("repository")
         options = repository_options(config.repository_address)
         config.html_theme_options = config.html_theme_options | options
