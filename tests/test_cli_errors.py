@@ -158,7 +158,10 @@ def test_lowering_has_a_help_and_a_report(capsys):
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
-        (["snippets", "device_report", "--devices", HUGE], ["simulated CPU devices", "ask for at most"]),
+        (
+            ["snippets", "device_report", "--devices", HUGE],
+            ["simulated CPU devices", "ask for at most"],
+        ),
         (["snippets", "version_check", "--jsn"], ["unrecognized arguments: --jsn"]),
         (["snippets", "modes", "--check", "nope"], ["argument --check", "invalid choice: 'nope'"]),
         (["snippets", "barriers"], ["no command 'barriers'", "choose one of device_report,"]),

@@ -73,9 +73,7 @@ def test_the_role_takes_only_a_slash(tmp_path):
 
 def test_an_address_the_theme_cannot_link_fails_the_build_by_name(tmp_path):
     (tmp_path / "index.md").write_text("# Source\n")
-    settings = (
-        'html_theme = "sphinx_book_theme"\nrepository_address = "https://example.org/o/n"\n'
-    )
+    settings = 'html_theme = "sphinx_book_theme"\nrepository_address = "https://example.org/o/n"\n'
     build = build_project(tmp_path, tmp_path / "html", ["myst_parser", repository], settings, "-q")
     assert build.returncode != 0
     expected = "'https://example.org/o/n' is not on github.com, gitlab.com, bitbucket.org"

@@ -19,24 +19,22 @@ from snippets.hlo.mlir_operations import (
     OPCODES,
     TERMINATORS,
     details,
-    location_frames,
     hlo_shape,
+    location_frames,
     symbol,
     terminator,
     tupled,
 )
 
-_record = dataclasses.dataclass(frozen=True, slots=True)
 
-
-@_record
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Op:
     """An operation's result, or a tupled operation's results as one tuple."""
 
     op: Any
 
 
-@_record
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Element:
     """Element ``index`` of a tupled operation's results: a ``get-tuple-element``."""
 
@@ -44,14 +42,14 @@ class _Element:
     index: int
 
 
-@_record
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Init:
     """The tuple a ``while`` loop starts from."""
 
     loop: Any
 
 
-@_record
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Argument:
     """Argument ``index`` of a computation whose arguments arrive one by one."""
 
@@ -59,14 +57,14 @@ class _Argument:
     index: int
 
 
-@_record
+@dataclasses.dataclass(frozen=True, slots=True)
 class _State:
     """A loop computation's arguments, which arrive as one tuple."""
 
     computation: str
 
 
-@_record
+@dataclasses.dataclass(frozen=True, slots=True)
 class _StateElement:
     """Element ``index`` of a loop computation's state tuple."""
 
@@ -74,7 +72,7 @@ class _StateElement:
     index: int
 
 
-@_record
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Root:
     """A computation's results, returned as one tuple."""
 
@@ -85,7 +83,7 @@ _Handle = _Op | _Element | _Init | _Argument | _State | _StateElement | _Root
 """What a record is made from."""
 
 
-@_record
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Computation:
     """A block, and whether its arguments (``state``) and results (``tuple_root``) are tuples."""
 
@@ -226,6 +224,7 @@ class StableHLOProgram:
 
     def _record(self, name: str) -> Instruction:
         """The record ``name`` as XLA's conversion to HLO would print it."""
+        operands: tuple[str, ...]
         match self.handles[name]:
             case _Op(op):
                 return self._operation(name, op)

@@ -126,7 +126,9 @@ def pass_window(config: StepConfig) -> dict:
     sites = find_sites(read_hlo(order["module_before_first_algsimp"]), config.kernel_dims)
     return {
         **{key: value for key, value in order.items() if not key.startswith("module")},
-        "sites_at_first_algsimp": [{"between": list(s.between), "verdict": s.verdict} for s in sites],
+        "sites_at_first_algsimp": [
+            {"between": list(s.between), "verdict": s.verdict} for s in sites
+        ],
     }
 
 
