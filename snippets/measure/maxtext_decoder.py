@@ -8,8 +8,9 @@ with :func:`snippets.hlo.lowered.lowered_sites` and :mod:`snippets.hlo`.
 ``python -m snippets maxtext_decoder [--json] [--emb E] [--vocab V] [--layers L] [--scan]
 [--mesh dp|dp_fsdp] [--causal] [--compiled]`` prints, per shard mode, the ``Sharding``
 calls and every transpose-of-dot site; ``--causal`` adds the one-device causal control
-(did the first ``algsimp`` fold each site?), ``--compiled`` the relayouts each
-parameter's gradient passes through in the compiled module.
+(did the first ``algsimp`` fold each site? :func:`~snippets.measure.causal_control.site_fates`),
+``--compiled`` the relayouts each parameter's gradient passes through in the compiled module
+(:func:`~snippets.hlo.gradients.parameter_relayouts`).
 """
 
 from __future__ import annotations
