@@ -10,7 +10,7 @@ from find_barriers.program import read_hlo
 from snippets.hlo.collectives import collectives, group_size
 from snippets.hlo.counts import opcode_counts, relayouts, sharding_call_count
 from snippets.hlo.gradients import _called, kernel_relayouts
-from snippets.hlo.passes import pass_order
+from snippets.hlo.passes import algsimp_fates, pass_order
 
 COMPILED = """
 HloModule jit_step, entry_computation_layout={(f32[2,1]{1,0})->f32[1,2]{1,0}}
@@ -313,3 +313,41 @@ def test_collectives_in_a_compiled_scan_run_once_per_step_of_the_loop():
     assert sorted((c.kind, c.trips) for c in found) == [("all-reduce", 1), ("all-reduce", 5)]
     assert {c.bytes_per_rank for c in found} == {2 * 3 / 4 * 32}  # f32[1,8] over 4 ranks
     assert sorted(c.bytes_per_step for c in found) == [48, 5 * 48]
+
+
+ALGSIMP_BEFORE = """
+ENTRY main {
+  a = f32[8,2]{1,0} parameter(0)
+  b = f32[8,4]{1,0} parameter(1)
+  d1 = f32[4,2]{1,0} dot(b, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  t1 = f32[2,4]{0,1} transpose(d1), dimensions={1,0}
+  d2 = f32[4,2]{1,0} dot(b, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  s2 = f32[4,2]{1,0} custom-call(d2), custom_call_target="Sharding"
+  t2 = f32[2,4]{0,1} transpose(s2), dimensions={1,0}
+  d3 = f32[4,2]{1,0} dot(c, e), lhs_batch_dims={0,1}, rhs_batch_dims={0,1}
+  t3 = f32[2,4]{0,1} transpose(d3), dimensions={1,0}
+  ROOT r = (f32[2,4]{0,1}, f32[2,4]{0,1}, f32[2,4]{0,1}) tuple(t1, t2, t3)
+}
+"""
+
+ALGSIMP_AFTER = """
+ENTRY main {
+  a = f32[8,2]{1,0} parameter(0)
+  b = f32[8,4]{1,0} parameter(1)
+  folded = f32[2,4]{1,0} dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  d2 = f32[4,2]{1,0} dot(b, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  s2 = f32[4,2]{1,0} custom-call(d2), custom_call_target="Sharding"
+  t2 = f32[2,4]{0,1} transpose(s2), dimensions={1,0}
+  d3 = f32[4,2]{1,0} multiply(c, e)
+  t3 = f32[2,4]{0,1} transpose(d3), dimensions={1,0}
+  ROOT r = (f32[2,4]{0,1}, f32[2,4]{0,1}, f32[2,4]{0,1}) tuple(folded, t2, t3)
+}
+"""
+
+
+def test_algsimp_fates_tell_a_fold_from_a_kept_transpose_and_a_rewritten_dot():
+    assert algsimp_fates(ALGSIMP_BEFORE, ALGSIMP_AFTER) == {
+        "t1": {"folded": True, "after_algsimp": "folded: the dot writes the transposed shape"},
+        "t2": {"folded": False, "after_algsimp": "kept: dot -> Sharding -> transpose"},
+        "t3": {"folded": False, "after_algsimp": "kept; its dot became a multiply"},
+    }

@@ -11,9 +11,7 @@ import pytest
 from snippets.measure import maxtext_decoder
 from snippets.measure.maxtext_decoder import (
     DecoderConfig,
-    fate,
     grouped,
-    llama2_7b_gradient_bytes,
     lower_decoder,
     maxtext_config,
     mode_report,
@@ -134,56 +132,10 @@ def test_a_missing_package_is_named(monkeypatch):
         maxtext_decoder.import_maxtext()
 
 
-BEFORE = """
-ENTRY main {
-  a = f32[8,2]{1,0} parameter(0)
-  b = f32[8,4]{1,0} parameter(1)
-  d1 = f32[4,2]{1,0} dot(b, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}
-  t1 = f32[2,4]{0,1} transpose(d1), dimensions={1,0}
-  d2 = f32[4,2]{1,0} dot(b, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}
-  s2 = f32[4,2]{1,0} custom-call(d2), custom_call_target="Sharding"
-  t2 = f32[2,4]{0,1} transpose(s2), dimensions={1,0}
-  d3 = f32[4,2]{1,0} dot(c, e), lhs_batch_dims={0,1}, rhs_batch_dims={0,1}
-  t3 = f32[2,4]{0,1} transpose(d3), dimensions={1,0}
-  ROOT r = (f32[2,4]{0,1}, f32[2,4]{0,1}, f32[2,4]{0,1}) tuple(t1, t2, t3)
-}
-"""
-
-AFTER = """
-ENTRY main {
-  a = f32[8,2]{1,0} parameter(0)
-  b = f32[8,4]{1,0} parameter(1)
-  folded = f32[2,4]{1,0} dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}
-  d2 = f32[4,2]{1,0} dot(b, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}
-  s2 = f32[4,2]{1,0} custom-call(d2), custom_call_target="Sharding"
-  t2 = f32[2,4]{0,1} transpose(s2), dimensions={1,0}
-  d3 = f32[4,2]{1,0} multiply(c, e)
-  t3 = f32[2,4]{0,1} transpose(d3), dimensions={1,0}
-  ROOT r = (f32[2,4]{0,1}, f32[2,4]{0,1}, f32[2,4]{0,1}) tuple(folded, t2, t3)
-}
-"""
-
-
-def test_fate_tells_a_fold_from_a_kept_transpose_and_a_rewritten_dot():
-    assert fate(BEFORE, AFTER) == {
-        "t1": {"folded": True, "after_algsimp": "folded: the dot writes the transposed shape"},
-        "t2": {"folded": False, "after_algsimp": "kept: dot -> Sharding -> transpose"},
-        "t3": {"folded": False, "after_algsimp": "kept; its dot became a multiply"},
-    }
-
-
 def test_grouped_merges_layers_and_counts():
     site = {"parameter": "decoder/layers_0/mlp/wo/kernel", "op_name": None, "shapes": ["a", "b"]}
     rows = grouped([site, {**site, "parameter": "decoder/layers_1/mlp/wo/kernel"}])
     assert rows == [{"site": "mlp/wo", "dot": "a", "transpose": "b", "count": 2}]
-
-
-def test_llama2_7b_bytes_come_from_the_model_config():
-    sizes = llama2_7b_gradient_bytes()
-    assert sizes["lm_head"] == 4096 * 32000 * 4
-    assert sizes["mlp"] == 3 * 32 * 4096 * 11008 * 4
-    # q and o: 32 heads of 128; k and v: 32 kv heads of 128 (llama2-7b has no grouped queries)
-    assert sizes["attention"] == 32 * 4096 * (2 * 32 * 128 + 2 * 32 * 128) * 4
 
 
 @pytest.mark.parametrize("flags", [None, "--xla_cpu_enable_fast_math=false"])

@@ -1,9 +1,21 @@
-"""Walks back from a step's weight-gradient outputs: the relayouts and the path that make them."""
+"""Walks back from a step's weight-gradient outputs: the relayouts and the path that make them,
+and whether each relayout moves bytes."""
 
 from __future__ import annotations
 
-from find_barriers.program import Instruction, callees, read_hlo, tuple_index
-from find_barriers.shapes import elements_of
+import math
+import re
+from collections.abc import Sequence
+
+from find_barriers.program import (
+    Instruction,
+    attribute_dims,
+    callees,
+    instructions,
+    read_hlo,
+    tuple_index,
+)
+from find_barriers.shapes import array_shapes, elements_of, layout
 
 
 def _called(inst: Instruction, comps: dict[str, list[Instruction]]) -> list[Instruction]:
@@ -50,6 +62,53 @@ def kernel_relayouts(
                 pending.append(source.operands[tuple_index(inst)])
         else:
             pending += [o for o in inst.operands if elements_of(by_name.get(o)) in kernel_elements]
+    return found
+
+
+def moves_data(inst: Instruction, operand: Instruction) -> bool:
+    """Whether a transpose or copy moves bytes, or only relabels dimensions (a bitcast in effect):
+    its dimensions' order in memory, major to minor without size-1 ones, against its operand's.
+
+    >>> a = Instruction("a", "f32[4,8]{1,0}", "parameter", ("0",), "")
+    >>> moves_data(Instruction("t", "f32[8,4]{0,1}", "transpose", ("a",), ", dimensions={1,0}"), a)
+    False
+    >>> moves_data(Instruction("c", "f32[4,8]{0,1}", "copy", ("a",), ""), a)
+    True
+    """
+    orders = []
+    for shape in (inst.shape, operand.shape):
+        if (order := layout(shape)) is None:
+            return True
+        sizes = array_shapes(shape)[0][1]
+        orders.append([d for d in reversed(order) if sizes[d] != 1])
+    result, source = orders
+    if inst.opcode == "transpose":
+        permutation = attribute_dims(inst.attributes, "dimensions")
+        result = [permutation[d] for d in result]
+    return result != source
+
+
+def parameter_relayouts(compiled: str, names: Sequence[str], devices: int) -> dict[str, list[dict]]:
+    """Per parameter (an output of the step of two or more dimensions, named in ``names``): the
+    relayouts between its weight-gradient dot (or a layer loop's result) and the compiled root
+    (:func:`kernel_relayouts`, sizes of the whole output and its shards on up to ``devices``
+    devices), each transpose or copy with :func:`moves_data`."""
+    by_name = {inst.name: inst for inst in instructions(compiled)}
+    if not (result := re.search(r"->\((.*)\)\}", compiled.splitlines()[0])):
+        raise ValueError("the compiled module's layout names no tuple result")
+    found = {}
+    for index, (name, (_, dims)) in enumerate(zip(names, array_shapes(result[1]), strict=True)):
+        if len(dims) >= 2:
+            sizes = {math.prod(dims) // n for n in range(1, devices + 1)}
+            found[name] = [
+                {
+                    "op": op.opcode,
+                    "shape": op.shape,
+                    "moves_data": moves_data(op, by_name[op.operands[0]]),
+                }
+                for ops in kernel_relayouts(compiled, (index,), sizes).values()
+                for op in ops
+            ]
     return found
 
 

@@ -1,10 +1,14 @@
-"""XLA's per-pass dumps (``xla_dump_hlo_pass_re``): their names say where each pass runs, and
-which module the first algebraic simplifier received and returned."""
+"""XLA's per-pass dumps (``xla_dump_hlo_pass_re``): their names say where each pass runs, which
+module the first algebraic simplifier received and returned, and what it did to each site."""
 
 from __future__ import annotations
 
 import re
 from typing import TypedDict
+
+from find_barriers.program import instructions, read_hlo
+from find_barriers.shapes import array_shapes
+from find_barriers.sites import find_sites, value_source
 
 _DUMP_NAME = re.compile(r"^module_\d+\.[^.]+\.(?P<index>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<after>[^.]+)\.before_(?P<before>[^.]+)\.txt$")  # fmt: skip
 
@@ -75,3 +79,45 @@ def pass_order(dump_files: dict[str, str]) -> PassOrder:
         "module_before_first_algsimp": before,
         "module_after_first_algsimp": first(SIMPLIFIER_PASSES, slice(1, 2))[2],
     }
+
+
+def algsimp_fates(before: str, after: str) -> dict[str, dict]:
+    """What the first ``algsimp`` did to each transpose-of-dot site of ``before``, the module it
+    received (``after``: the one it returned), by transpose name.
+
+    ``folded``: the transpose is gone and what read it now reads a dot of the transposed shape
+    (``dot(b, a)`` in place of ``transpose(dot(a, b))``). Any other ``after_algsimp`` is not a
+    fold and says what happened: the transpose kept, with what still stands between, or kept
+    with its dot rewritten into another op (a dot without a contracting dimension becomes a
+    multiply), or replaced by something else.
+    """
+    new = {inst.name: inst for inst in instructions(after)}
+    first_user: dict[str, tuple[str, int]] = {}
+    for inst in instructions(before):
+        for index, operand in enumerate(inst.operands):
+            first_user.setdefault(operand, (inst.name, index))
+    kept = {site.transpose: site for site in find_sites(read_hlo(after))}
+    fates = {}
+    for site in find_sites(read_hlo(before)):
+        name, replacement = site.transpose, None
+        if name in kept:
+            what = "kept: " + " -> ".join(["dot", *reversed(kept[name].between), "transpose"])
+        elif name in new:
+            origin = value_source(new[name], new)[1]
+            what = f"kept; its dot became a {origin.opcode if origin else '?'}"
+        else:
+            while name in first_user and replacement is None:  # the first user algsimp kept
+                user, index = first_user[name]
+                replacement = new.get(new[user].operands[index]) if user in new else None
+                name = user
+            what = f"replaced by a {replacement.opcode}" if replacement else "removed"
+        folded = (
+            replacement is not None
+            and replacement.opcode == "dot"
+            and array_shapes(replacement.shape)[0][1] == array_shapes(site.shape)[0][1]
+        )
+        fates[site.transpose] = {
+            "folded": folded,
+            "after_algsimp": "folded: the dot writes the transposed shape" if folded else what,
+        }
+    return fates

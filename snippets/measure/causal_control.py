@@ -1,7 +1,8 @@
 """The causal control: a ``Sharding`` call left in the module stops XLA's transpose-of-dot fold.
 
 On one device XLA:CPU's ``sharding-remover`` deletes the calls before the simplifier; the control
-turns it off, so codegen fails on them (CPU only). ``python -m snippets causal_control [--json]``
+turns it off, so codegen fails on them (CPU only). :func:`control` asks it of the guides' step,
+:func:`site_fates` of every site of any step. ``python -m snippets causal_control [--json]``
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from find_barriers.program import read_hlo
 from find_barriers.sites import find_sites
 from snippets.devices import setup_devices
 from snippets.hlo.counts import kernel_order_dots, relayouts, sharding_call_count
-from snippets.hlo.passes import parse_dump_name, pass_order
+from snippets.hlo.passes import algsimp_fates, parse_dump_name, pass_order
 from snippets.lowering import StepConfig, build_step, every_mode_and_variant
 from snippets.measure.step_lowering import hlo_text, read_pass_dumps
 from snippets.support.cli import Parser, reported
@@ -113,6 +114,28 @@ def causal_control(base: StepConfig) -> list[dict]:
     """The control for every (shard mode x head variant) one device can run (no vocab-parallel:
     one device has no fsdp axis to shard the head on)."""
     return [control(config) for config in every_mode_and_variant(base.replace(mesh="dp"))]
+
+
+def site_fates(lowered: jax.stages.Lowered, what: str) -> list[dict]:
+    """Each transpose-of-dot site of a one-device step, in order, with what the first ``algsimp``
+    did to it while ``sharding-remover`` is disabled (:func:`~snippets.hlo.passes.algsimp_fates`):
+    its shapes, op name, ``folded`` and ``after_algsimp``. ``what`` names the step in an error."""
+    dumps, error = compile_with_dumps(lowered)
+    check_ending(what, sharding_call_count(hlo_text(lowered)), error)
+    order = pass_order(dumps)
+    before, after = order["module_before_first_algsimp"], order["module_after_first_algsimp"]
+    if not before or not after:
+        raise XlaChangedError("no per-pass dump around the first algsimp: XLA's pipeline changed")
+    fates = algsimp_fates(before, after)
+    unknown = {"folded": None, "after_algsimp": "changed by a pass before the first algsimp"}
+    return [
+        {
+            "shapes": [site.dot_shape.split("{")[0], site.shape.split("{")[0]],
+            "op_name": site.op_name,
+        }
+        | fates.get(site.transpose, unknown)
+        for site in find_sites(read_hlo(one_dump(dumps, "before_optimizations.txt")))
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -8,8 +8,9 @@ with :func:`snippets.hlo.lowered.lowered_sites` and :mod:`snippets.hlo`.
 ``python -m snippets maxtext_decoder [--json] [--emb E] [--vocab V] [--layers L] [--scan]
 [--mesh dp|dp_fsdp] [--causal] [--compiled]`` prints, per shard mode, the ``Sharding``
 calls and every transpose-of-dot site; ``--causal`` adds the one-device causal control
-(did the first ``algsimp`` fold each site?), ``--compiled`` the relayouts each
-parameter's gradient passes through in the compiled module.
+(did the first ``algsimp`` fold each site? :func:`~snippets.measure.causal_control.site_fates`),
+``--compiled`` the relayouts each parameter's gradient passes through in the compiled module
+(:func:`~snippets.hlo.gradients.parameter_relayouts`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
-import math
 import os
 import re
 import warnings
@@ -28,21 +28,15 @@ from typing import Any
 from pydantic import model_validator
 
 from find_barriers.frames import readable
-from find_barriers.program import Instruction, attribute_dims, instructions, read_hlo
-from find_barriers.shapes import array_shapes, layout, shape_bytes
-from find_barriers.sites import TransposeSite, find_sites, value_source
+from find_barriers.program import instructions
+from find_barriers.shapes import shape_bytes
+from find_barriers.sites import TransposeSite
 from snippets.devices import MESH_DEVICES, SHARD_MODES, pick_devices, setup_devices
 from snippets.hlo.counts import sharding_call_count
-from snippets.hlo.gradients import kernel_relayouts
+from snippets.hlo.gradients import parameter_relayouts
 from snippets.hlo.lowered import lowered_sites, output_names
-from snippets.hlo.passes import pass_order
 from snippets.lowering import MESH_AXES, MeshName, mesh_shape
-from snippets.measure.causal_control import (
-    XlaChangedError,
-    check_ending,
-    compile_with_dumps,
-    one_dump,
-)
+from snippets.measure.causal_control import site_fates
 from snippets.measure.step_lowering import compiled_text
 from snippets.support.cli import Parser, SetupError, positive_int, reported
 from snippets.support.config import Config, PositiveInt
@@ -150,7 +144,6 @@ def maxtext_config(config: DecoderConfig, mode: str, devices: int = MESH_DEVICES
 class Decoder:
     """One shard mode's lowered step, the names of its outputs (the parameters), and its devices."""
 
-    mode: str
     lowered: Any
     parameters: list[str]
     devices: int
@@ -193,7 +186,7 @@ def lower_decoder(config: DecoderConfig, mode: str, devices: int = MESH_DEVICES)
 
         lowered = jax.jit(step).lower(params, rest, tokens, tokens)  # positions: same type
     names = [name.replace(".", "/") for name in output_names(lowered)]  # as site_row names them
-    return Decoder(mode, lowered, names, devices)
+    return Decoder(lowered, names, devices)
 
 
 def site_row(site: TransposeSite) -> dict:
@@ -246,85 +239,6 @@ def grouped(sites: list[dict], *keys: str) -> list[dict]:
     return list(rows.values())
 
 
-# The causal control ---------------------------------------------------------------------
-
-
-def fate(before: str, after: str) -> dict[str, dict]:
-    """What the first ``algsimp`` did to each transpose-of-dot site of ``before``, by transpose name.
-
-    ``folded``: the transpose is gone and what read it now reads a dot of the
-    transposed shape (``dot(b, a)`` in place of ``transpose(dot(a, b))``). Any other
-    ending is not a fold and says what happened: the transpose kept, with what still
-    stands between, or kept with its dot rewritten into another op (a dot without a
-    contracting dimension becomes a multiply), or replaced by something else.
-    """
-    old = {inst.name: inst for inst in instructions(before)}
-    new = {inst.name: inst for inst in instructions(after)}
-    first_user: dict[str, tuple[str, int]] = {}
-    for inst in old.values():
-        for index, operand in enumerate(inst.operands):
-            first_user.setdefault(operand, (inst.name, index))
-    kept = {site.transpose: site for site in find_sites(read_hlo(after))}
-    rows = {}
-    for site in find_sites(read_hlo(before)):
-        dims = array_shapes(site.shape)[0][1]
-        if site.transpose in kept:
-            chain = ["dot", *reversed(kept[site.transpose].between), "transpose"]
-            rows[site.transpose] = {"folded": False, "after_algsimp": "kept: " + " -> ".join(chain)}
-            continue
-        if site.transpose in new:
-            _, origin = value_source(new[site.transpose], new)
-            what = f"kept; its dot became a {origin.opcode if origin else '?'}"
-            rows[site.transpose] = {"folded": False, "after_algsimp": what}
-            continue
-        name, replacement = site.transpose, None
-        while name in first_user and replacement is None:  # the first user algsimp kept
-            user, index = first_user[name]
-            if user in new:
-                replacement = new.get(new[user].operands[index])
-            name = user
-        folded = (
-            replacement is not None
-            and replacement.opcode == "dot"
-            and (array_shapes(replacement.shape)[0][1] == dims)
-        )
-        what = (
-            "folded: the dot writes the transposed shape"
-            if folded
-            else (f"replaced by a {replacement.opcode}" if replacement else "removed")
-        )
-        rows[site.transpose] = {"folded": folded, "after_algsimp": what}
-    return rows
-
-
-def fold_control(config: DecoderConfig, mode: str) -> list[dict]:
-    """The one-device step compiled with ``sharding-remover`` disabled: each site's fate in the first algsimp.
-
-    With one device there is no partitioner, and with the remover disabled the
-    simplifier meets explicit mode's ``Sharding`` calls, as on TPU and GPU
-    (:mod:`snippets.measure.causal_control`). Code generation then fails on the calls, as
-    expected, after the per-pass dumps are written. Returns the lowered step's sites,
-    in order, each with ``folded`` and ``after_algsimp``.
-    """
-    lowered = lower_decoder(config, mode, devices=1).lowered
-    dumps, error = compile_with_dumps(lowered)
-    check_ending(mode, sharding_call_count(lowered.as_text(dialect="hlo")), error)
-    order = pass_order(dumps)
-    before, after = order["module_before_first_algsimp"], order["module_after_first_algsimp"]
-    if not before or not after:
-        raise XlaChangedError("no per-pass dump around the first algsimp: XLA's pipeline changed")
-    fates = fate(before, after)
-    unknown = {"folded": None, "after_algsimp": "changed by a pass before the first algsimp"}
-    return [
-        {
-            "shapes": [site.dot_shape.split("{")[0], site.shape.split("{")[0]],
-            "op_name": site.op_name,
-        }
-        | fates.get(site.transpose, unknown)
-        for site in find_sites(read_hlo(one_dump(dumps, "before_optimizations.txt")))
-    ]
-
-
 def with_folds(sites: list[dict], control: list[dict]) -> list[dict]:
     """``sites`` with the control's ``folded`` and ``after_algsimp``, matched by shapes and op name in order.
 
@@ -367,63 +281,6 @@ def fold_rows(explicit: list[dict], auto: list[dict]) -> list[dict]:
     return grouped(merged, "explicit", "auto")
 
 
-# The compiled module ----------------------------------------------------------------------
-
-
-def _memory_order(shape: str) -> list[int] | None:
-    """An array's dimensions from major to minor in memory, size-1 dimensions left out."""
-    order, ((_, sizes),) = layout(shape), array_shapes(shape)
-    return None if order is None else [d for d in reversed(order) if sizes[d] != 1]
-
-
-def moves_data(inst: Instruction, operand: Instruction) -> bool:
-    """Whether a transpose or copy moves bytes, or only relabels dimensions (a bitcast in effect).
-
-    >>> a = Instruction("a", "f32[4,8]{1,0}", "parameter", ("0",), "")
-    >>> moves_data(Instruction("t", "f32[8,4]{0,1}", "transpose", ("a",), ", dimensions={1,0}"), a)
-    False
-    >>> moves_data(Instruction("c", "f32[4,8]{0,1}", "copy", ("a",), ""), a)
-    True
-    """
-    result, source = _memory_order(inst.shape), _memory_order(operand.shape)
-    if result is None or source is None:
-        return True
-    if inst.opcode == "transpose":
-        permutation = attribute_dims(inst.attributes, "dimensions")
-        result = [permutation[d] for d in result]
-    return result != source
-
-
-def parameter_relayouts(decoder: Decoder) -> dict[str, list[dict]]:
-    """Per parameter (of two or more dimensions), the relayouts its gradient passes through, compiled.
-
-    Read from the weight-gradient dot (or the layer loop's result) to the step's
-    output with :func:`snippets.hlo.gradients.kernel_relayouts`; each transpose or copy, a
-    fusion's included, is marked ``moves_data`` (a real copy) or not (the same
-    bytes relabelled, a bitcast in effect).
-    """
-    compiled = compiled_text(decoder.lowered.compile())
-    by_name = {inst.name: inst for inst in instructions(compiled)}
-    if not (result := re.search(r"->\((.*)\)\}", compiled.splitlines()[0])):
-        raise ValueError("the compiled decoder's layout names no tuple result")
-    outputs = array_shapes(result[1])
-    found = {}
-    for index, (name, (_, dims)) in enumerate(zip(decoder.parameters, outputs, strict=True)):
-        if len(dims) < 2:
-            continue
-        sizes = {math.prod(dims) // n for n in range(1, decoder.devices + 1)}
-        found[name] = [
-            {
-                "op": op.opcode,
-                "shape": op.shape,
-                "moves_data": moves_data(op, by_name[op.operands[0]]),
-            }
-            for ops in kernel_relayouts(compiled, (index,), sizes).values()
-            for op in ops
-        ]
-    return found
-
-
 def relayouts_by_label(relayouts: dict[str, list[dict]]) -> dict[str, str]:
     """Per parameter (layer index as ``*``): ``"N copy, M relabel"`` of its gradient, compiled.
 
@@ -439,28 +296,6 @@ def relayouts_by_label(relayouts: dict[str, list[dict]]) -> dict[str, str]:
     return {label: " or ".join(texts) for label, texts in summary.items()}
 
 
-def llama2_7b_gradient_bytes() -> dict[str, int]:
-    """Bytes of each weight-gradient class at llama2-7b's sizes, from MaxText's own model config.
-
-    Computed from shapes (``configs/models/llama2-7b.yml``, float32 weights as in
-    ``base.yml``), not measured: the head ``[emb, vocab]``, the MLP's three
-    ``[emb, mlp]`` kernels and attention's four ``[emb, heads * head_dim]`` ones per layer.
-    """
-    import omegaconf
-
-    maxtext = import_maxtext()
-    model = omegaconf.OmegaConf.load(
-        Path(maxtext.__file__).parent / "configs" / "models" / "llama2-7b.yml"
-    )
-    emb, layers, f32 = model.base_emb_dim, model.base_num_decoder_layers, 4
-    attention = (2 * model.base_num_query_heads + 2 * model.base_num_kv_heads) * model.head_dim
-    return {
-        "lm_head": emb * model.vocab_size * f32,
-        "mlp": 3 * layers * emb * model.base_mlp_dim * f32,
-        "attention": layers * emb * attention * f32,
-    }
-
-
 def decoder_report(
     config: DecoderConfig, causal: bool = False, compiled: bool = False
 ) -> dict[str, Any]:
@@ -470,9 +305,12 @@ def decoder_report(
         decoder = lower_decoder(config, mode)
         report[mode] = mode_report(decoder)
         if causal:
-            report[mode]["sites"] = with_folds(report[mode]["sites"], fold_control(config, mode))
+            one_device = lower_decoder(config, mode, devices=1).lowered
+            report[mode]["sites"] = with_folds(report[mode]["sites"], site_fates(one_device, mode))
         if compiled:
-            report[mode]["gradient_relayouts"] = parameter_relayouts(decoder)
+            text = compiled_text(decoder.lowered.compile())
+            relayouts = parameter_relayouts(text, decoder.parameters, decoder.devices)
+            report[mode]["gradient_relayouts"] = relayouts
     return report
 
 
