@@ -19,10 +19,10 @@ from subprocess import PIPE, Popen
 
 import jax
 import numpy as np
-from jax.sharding import NamedSharding
+from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from snippets.devices import MESH_DEVICES, SHARD_MODES, ShardMode, make_mesh
+from snippets.devices import MESH_DEVICES, SHARD_MODES, ShardMode
 from snippets.lowering import StepConfig, build_step
 from snippets.measure.barrier import run_report
 from snippets.measure.step_lowering import lower_built
@@ -69,7 +69,7 @@ def run_worker(
 
 def process_local_batch(rows_per_device: int = 2, cols: int = 3) -> dict:
     """One global batch from each process's rows, as a multi-host input pipeline builds it."""
-    mesh = make_mesh((jax.device_count(),), ("data",), "explicit")
+    mesh = jax.make_mesh((jax.device_count(),), ("data",), axis_types=(AxisType.Explicit,))
     sharding = NamedSharding(mesh, P("data"))
     shape = (rows_per_device * jax.device_count(), cols)
     full = np.arange(shape[0] * cols, dtype=np.float32).reshape(shape)  # the dataset, for the check
