@@ -8,7 +8,7 @@ from jax.sharding import PartitionSpec as P
 
 from find_barriers.program import read_hlo
 from snippets.hlo.collectives import collectives, group_size
-from snippets.hlo.counts import opcode_counts, relayouts, sharding_call_count
+from snippets.hlo.counts import dot_flops, opcode_counts, relayouts, sharding_call_count
 from snippets.hlo.gradients import _called, kernel_relayouts
 from snippets.hlo.passes import algsimp_fates, pass_order
 
@@ -351,3 +351,13 @@ def test_algsimp_fates_tell_a_fold_from_a_kept_transpose_and_a_rewritten_dot():
         "t2": {"folded": False, "after_algsimp": "kept: dot -> Sharding -> transpose"},
         "t3": {"folded": False, "after_algsimp": "kept; its dot became a multiply"},
     }
+
+
+@pytest.mark.needs_devices(4)
+def test_dot_flops_agree_with_xla_cost_analysis():
+    mesh = jax.make_mesh((4,), ("x",), axis_types=(AxisType.Explicit,))
+    with jax.set_mesh(mesh):
+        x = jax.device_put(jnp.ones((8, 32)), P("x", None))
+        compiled = jax.jit(lambda a, b: a @ b).lower(x, jnp.ones((32, 16))).compile()
+    assert dot_flops(compiled.as_text()) == 2 * 2 * 32 * 16
+    assert dot_flops(compiled.as_text()) == compiled.cost_analysis()["flops"]

@@ -6,15 +6,18 @@ it shares them with (:mod:`snippets.support.results`).
 
 import json
 import re
-import subprocess
-import sys
+import tomllib
 
 import jax
 import numpy as np
 import pytest
 from jax.sharding import AxisType
 
+from snippets.hlo.counts import dot_flops
 from snippets.measure import modes
+from snippets.measure.mode_checks.model import FIXES, train_step_loss
+from snippets.measure.mode_checks.products import pinned_module
+from snippets.measure.mode_checks.registry import CHECKS, ISOLATED, TRACKER, check
 
 CPU = "device_kind=cpu, num_cores=None, platform=cpu"
 AUTO_X = f"AbstractMesh('x': 4, axis_types=(Auto,), {CPU})"
@@ -234,7 +237,7 @@ PINNED = {
     ),
 }
 """Per check, its whole outcome under (explicit, auto) on JAX 0.12.0.1, every line of its message,
-as this machine's CPU devices give it. :func:`modes.message` has already replaced source
+as this machine's CPU devices give it. :func:`~snippets.support.outcomes.message` has already replaced source
 locations (``<source>``) and addresses; :func:`normalised` drops the devices' description."""
 
 DEVICES = re.compile(r", device_kind=[^,()]*, num_cores=\w+, platform=\w+")
@@ -254,7 +257,7 @@ def report() -> dict[str, dict[str, str]]:
 
 
 def test_every_check_is_pinned():
-    assert sorted(modes.CAPABILITY_CHECKS) == sorted(PINNED)
+    assert sorted(CHECKS) == sorted(PINNED)
 
 
 @pytest.mark.needs_devices(4)
@@ -298,53 +301,24 @@ def test_a_changed_message_fails_the_pin(mutation):
     assert normalised(mutation(pinned)) != normalised(pinned)
 
 
-def test_an_outcome_is_ok_what_was_read_or_the_whole_error():
-    def raises(axis_type):
-        where = "This error occurs at source:  /x/y.py:12:3 (f)"
-        raise ValueError(f"{axis_type.name} refused at 0x7f3a2c. {where}\n\nmore\nlines")
-
-    assert modes.outcome(lambda axis_type: None, AxisType.Explicit) == "ok"
-    assert modes.outcome(lambda axis_type: axis_type.name, AxisType.Auto) == "ok: Auto"
-    assert modes.outcome(raises, AxisType.Auto) == (
-        "ValueError: Auto refused at 0x.... This error occurs at source:  <source> (f)"
-        "\n\nmore\nlines"
-    )
-    assert modes.message(KeyError()) == "KeyError"
-
-
-def test_an_aborted_interpreter_is_an_outcome():
-    """The closure program of jax-ml/jax#29162 aborted Python with a failed XLA check."""
-    code = "import os, sys; sys.stderr.write('F0602 10:01:02.345678 77 x.cc:9] Check failed\\n'); os.abort()"
-    result = subprocess.run(
-        [sys.executable, "-c", code], check=False, capture_output=True, text=True
-    )
-    assert modes.aborted(result.returncode, result.stderr) == (
-        "Aborted: signal SIGABRT: x.cc:9] Check failed"
-    )
-    assert modes.aborted(3, "Traceback ...\nSystemExit: /a/b.py:4 failed") == (
-        "Aborted: exit 3: SystemExit: <source> failed"
-    )
-
-
 def test_the_closure_check_runs_in_a_fresh_interpreter():
-    assert modes.ISOLATED == {"shard_map_closure"} <= set(modes.CAPABILITY_CHECKS)
+    assert ISOLATED == {"shard_map_closure"} <= set(CHECKS)
+
+
+def test_a_second_check_of_the_same_name_is_refused():
+    with pytest.raises(ValueError, match="two capability checks are named 'typed_sharding'"):
+        check(CHECKS["typed_sharding"])
 
 
 def test_every_tracked_check_names_an_issue_and_its_state():
-    assert set(modes.TRACKER) <= set(modes.CAPABILITY_CHECKS)
-    for url, state, looked in modes.TRACKER.values():
-        assert re.fullmatch(r"https://github.com/jax-ml/jax/(issues|pull)/\d+", url)
-        assert state in {"open", "closed"}
-        assert re.fullmatch(r"\d{4}-\d\d-\d\d", looked)
-
-
-@pytest.mark.needs_devices(4)
-def test_dot_flops_agree_with_xla_cost_analysis():
-    with jax.set_mesh(modes.mesh_of(AxisType.Explicit)):
-        x = jax.device_put(jax.numpy.ones((8, 32)), jax.P("x", None))
-        compiled = jax.jit(lambda a, b: a @ b).lower(x, jax.numpy.ones((32, 16))).compile()
-    assert modes.dot_flops(compiled.as_text()) == 2 * 2 * 32 * 16
-    assert modes.dot_flops(compiled.as_text()) == compiled.cost_analysis()["flops"]
+    tracker = tomllib.loads(TRACKER.read_text())
+    tracked = [name for issue in tracker["issue"] for name in issue["checks"]]
+    assert len(tracked) == len(set(tracked)), "a check is tracked twice"
+    assert set(tracked) <= set(CHECKS)
+    for issue in tracker["issue"]:
+        assert re.fullmatch(r"https://github.com/jax-ml/jax/(issues|pull)/\d+", issue["url"])
+        assert issue["state"] in {"open", "closed"}
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", str(tracker["looked"]))
 
 
 @pytest.mark.needs_devices(8)
@@ -352,9 +326,9 @@ def test_the_design_docs_mesh_gives_its_four_times_the_flops():
     """MaxText section 7.2: explicit's dot is ``f32[1024,2048]``, auto's operand is sliced first."""
     dots = {}
     for axis_type in (AxisType.Explicit, AxisType.Auto):
-        text = modes.pinned_module(axis_type, (2, 4))
+        text = pinned_module(axis_type, (2, 4))
         (dot,) = re.findall(r"= (f32\[[\d,]+\])\S* dot\(", text)
-        dots[axis_type] = (dot, modes.dot_flops(text))
+        dots[axis_type] = (dot, dot_flops(text))
     assert dots[AxisType.Explicit] == ("f32[1024,2048]", 2 * 1024 * 512 * 2048)
     assert dots[AxisType.Auto] == ("f32[256,2048]", 2 * 256 * 512 * 2048)
 
@@ -363,8 +337,8 @@ def test_the_design_docs_mesh_gives_its_four_times_the_flops():
 def test_the_fixed_model_on_explicit_shows_the_loss_of_the_model_as_written_on_auto():
     """The page's claim: the two losses it shows are equal (the guide asserts they differ by
     less than 1e-6; this checks the six digits a reader sees)."""
-    explicit = modes.train_step_loss(AxisType.Explicit, modes.FIXES)
-    auto = modes.train_step_loss(AxisType.Auto)
+    explicit = train_step_loss(AxisType.Explicit, FIXES)
+    auto = train_step_loss(AxisType.Auto)
     assert f"{explicit:.6f}" == f"{auto:.6f}"
 
 

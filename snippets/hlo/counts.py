@@ -1,9 +1,11 @@
-"""Counts of instructions a guide reports: opcodes, ``Sharding`` calls, relayouts, kernel-order dots."""
+"""Counts a guide reports: opcodes, ``Sharding`` calls, relayouts, kernel-order dots, dot FLOPs."""
 
 from __future__ import annotations
 
-from find_barriers.program import Instruction, instructions, is_sharding_call
-from find_barriers.shapes import array_shapes, has_dims, layout
+import math
+
+from find_barriers.program import Instruction, attribute_dims, instructions, is_sharding_call
+from find_barriers.shapes import array_shapes, elements, has_dims, layout
 
 
 def opcode_counts(hlo_text: str, *opcodes: str) -> dict[str, int]:
@@ -35,3 +37,15 @@ def kernel_order_dots(hlo_text: str, dims: tuple[int, ...]) -> list[Instruction]
         and array_shapes(inst.shape)[0][1] == tuple(dims)
         and layout(inst.shape) in (None, tuple(reversed(range(len(dims)))))
     ]
+
+
+def dot_flops(hlo_text: str) -> int:
+    """Per-device FLOPs of a compiled module's dots: 2 x result elements x contracted size."""
+    found = instructions(hlo_text)
+    shapes = {inst.name: inst.shape for inst in found}  # names are unique in a module
+    total = 0
+    for dot in (inst for inst in found if inst.opcode == "dot"):
+        lhs = array_shapes(shapes[dot.operands[0]])[0][1]
+        contracted = attribute_dims(dot.attributes, "lhs_contracting_dims")
+        total += 2 * elements(dot.shape) * math.prod(lhs[d] for d in contracted)
+    return total

@@ -1,1 +1,1 @@
-"""Support: command-line plumbing, the config base, tables, figures, timing, quoted figures."""
+"""Support: command-line plumbing, config, tables, figures, timing, quoted figures, check outcomes."""
