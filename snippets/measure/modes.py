@@ -1,8 +1,7 @@
 """What each shard mode lets you write: every capability check, run on an Explicit and an Auto mesh.
 
-Each check's outcome per mode is ``ok`` (``ok: ...`` where it reads a type or a compiled module)
-or the error's type and whole message (:func:`~snippets.support.outcomes.message`): a release that
-changes one shows. The checks are :mod:`snippets.measure.mode_checks`'.
+Each check (:mod:`snippets.measure.mode_checks`) gives ``ok``, what it read, or its whole error
+(:mod:`snippets.support.outcomes`) in each mode: a release that changes one shows.
 """
 
 from __future__ import annotations

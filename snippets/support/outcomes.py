@@ -1,8 +1,5 @@
-"""A check's outcome under one mesh axis type: ``ok`` (``ok: what it read``) or its whole error.
-
-Source locations and addresses are normalised, so an outcome reads the same on every machine; a
-check whose program aborts Python runs in a fresh interpreter and ends only that one.
-"""
+"""A check's outcome under one mesh axis type: ``ok`` (``ok: what it read``) or its whole error,
+source locations and addresses normalised; or how the fresh interpreter it ran in ended."""
 
 from __future__ import annotations
 
@@ -49,11 +46,8 @@ def outcome(check: Check, axis_type: AxisType) -> str:
 
 
 def isolated_outcome(check: Check, axis_type: AxisType) -> str:
-    """:func:`outcome` in a fresh interpreter with this one's CPU devices, so that a program
-    aborting it (as jax-ml/jax#29162's did) ends only that one; then :func:`aborted`'s.
-
-    ``check`` is found there by its module and name.
-    """
+    """:func:`outcome` in a fresh interpreter with this one's CPU devices (it imports ``check`` by
+    name), so that a program aborting it (as jax-ml/jax#29162's did) ends only that one."""
     code = (
         "import importlib, json, sys; from jax.sharding import AxisType; "
         "from snippets.support.outcomes import outcome; "

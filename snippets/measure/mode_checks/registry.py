@@ -16,8 +16,7 @@ topic modules define them (:mod:`snippets.measure.mode_checks` imports them in t
 ISOLATED: set[str] = set()
 """The checks the report runs in a fresh interpreter: jax-ml/jax#29162's form aborted Python."""
 TRACKER = Path(__file__).with_name("tracker.toml")
-"""The jax-ml/jax issue or pull request a check is about, and its state on the day looked: data
-the guide and the tests read."""
+"""Data the guide and the tests read: the jax-ml/jax issue each check is about, and its state."""
 
 
 def check[C: Check](function: C) -> C:
