@@ -101,3 +101,43 @@ def test_the_flagship_shows_the_barrier_in_plain_jax_first():
         for alias in node.names
     }
     assert imported <= {"jax", "jax.numpy", "jax.sharding"}, imported
+
+
+MEASURES = "## How this page measures"
+
+
+def helpers_left_unnamed(path) -> list[str]:
+    """The project modules a guide's cells import (``snippets``, ``find_barriers``) that its last
+    section, "How this page measures", names neither as a module nor by an imported name."""
+    text = path.read_text()
+    section = text.rpartition(MEASURES)[2] if MEASURES in text else ""
+    imports = [
+        node
+        for _, tree in cells(path)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+    ]
+    return sorted(
+        {
+            node.module
+            for node in imports
+            if node.module.split(".")[0] in ("snippets", "find_barriers")
+            and node.module not in section
+            and not any(alias.name in section for alias in node.names)
+        }
+    )
+
+
+@pytest.mark.parametrize("guide", guide_paths(), ids=lambda p: p.stem)
+def test_the_last_section_names_every_helper_the_page_calls(guide):
+    headings = [line for line in guide.read_text().splitlines() if line.startswith("## ")]
+    assert headings[-1] == MEASURES, f"{guide.name} ends with {headings[-1]!r}"
+    assert helpers_left_unnamed(guide) == []
+
+
+def test_a_helper_the_last_section_leaves_out_is_found(tmp_path):
+    guide = tmp_path / "guide.md"
+    cell = "```{code-cell} ipython3\nfrom snippets.hlo.counts import dot_flops\n```\n"
+    header = guide_paths()[0].read_text().split("\n---\n", 1)[0]
+    guide.write_text(f"{header}\n---\n\n# T\n\n{cell}\n{MEASURES}\n\nNothing named.\n")
+    assert helpers_left_unnamed(guide) == ["snippets.hlo.counts"]
