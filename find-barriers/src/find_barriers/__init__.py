@@ -1,6 +1,5 @@
 """find-barriers: where XLA's ``Sharding`` calls block a ``transpose(dot)`` fold, read from a
-step's HLO dump with the standard library only (no JAX).
-"""
+step's HLO dump with the standard library only (no JAX)."""
 
 import sys
 

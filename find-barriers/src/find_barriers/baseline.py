@@ -1,8 +1,7 @@
 """Accepted sites: ``--write-baseline FILE`` records today's blocked sites, ``--baseline FILE``
 accepts them, so only new ones fail. A site is keyed by what survives a recompile and an edit
 elsewhere: its module's name, its rule, the shapes, and the parameter where the module names it
-by path, else the user's functions (not their lines); never by instruction names or numbers.
-"""
+by path, else the user's functions (not their lines); never by instruction names or numbers."""
 
 from __future__ import annotations
 
@@ -65,8 +64,7 @@ def load(path: str) -> Counter:
         raise ValueError(f"{path}: not a baseline (not JSON: {error})") from None
     found = data.get("format") if isinstance(data, dict) else None
     if found != FORMAT:
-        older = (
-            f" (it is {found}: write it again)" if str(found).startswith("find-barriers") else ""
-        )
+        stale = str(found).startswith("find-barriers")  # an older format of this tool's
+        older = f" (it is {found}: write it again)" if stale else ""
         raise ValueError(f"{path}: not a {FORMAT} baseline{older}; use --write-baseline {path}")
     return Counter(tag(entry) for entry in data.get("sites", []))

@@ -1,7 +1,6 @@
 """XLA's dumps: what ``find-barriers`` reads (HLO text files, or every ``before_optimizations``
 module of a dump directory), each checked to be the module JAX hands XLA; a ValueError names what
-to pass instead of a later dump, StableHLO, a proto or a file cut off.
-"""
+to pass instead of a later dump, StableHLO, a proto or a file cut off."""
 
 from __future__ import annotations
 

@@ -29,12 +29,6 @@ from collections.abc import Sequence
 from find_barriers.program import Instruction, Program, attribute_dims, is_sharding_call
 from find_barriers.shapes import array_shapes
 
-SOURCE = (
-    "https://github.com/openxla/xla/blob/11c07836fbe9b0f746484d008242ddaee7e9005b/"
-    "xla/hlo/transforms/simplifiers/algebraic_simplifier.cc#L8824-L8881"
-)
-"""Where the conditions are read: ``HandleTranspose``'s ``do_transpose_of_dot``."""
-
 _REMOVED = {"copy", "bitcast", "get-tuple-element", "tuple"}
 """Ops between that change nothing XLA's simplifier looks at (a copy before layout assignment,
 a tuple element it forwards)."""
@@ -65,9 +59,7 @@ def no_fold(
         shown = ",".join(map(str, order))
         return f"the transpose moves more than the last two dimensions ({{{shown}}})"
     for value in (dot, *chain):  # with the calls gone, the dot's users are all of these
-        if (
-            value.opcode not in ("get-tuple-element", "tuple")
-            and len(program.users(value.name)) > 1
-        ):
-            return f"the {value.opcode} has {len(program.users(value.name))} users"
+        forwards = value.opcode in ("get-tuple-element", "tuple")
+        if not forwards and (users := len(program.users(value.name))) > 1:
+            return f"the {value.opcode} has {users} users"
     return None

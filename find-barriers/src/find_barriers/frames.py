@@ -92,30 +92,23 @@ def layer_lines(
     found: list[tuple[Frame | None, Frame | None]] = []
     for stack in stacks:
         others = by_innermost[stack[0]] - {stack} if stack else set()
-        parting = [
-            n for other in others if (n := _common(stack, other)) < min(len(stack), len(other))
-        ]
-        shared = max(parting, default=0)
-        if not stack or not parting:
-            found.append((stack[0] if stack else None, None))
+        parting = [n for other in others if (n := _parting(stack, other)) is not None]
+        if parting:
+            found.append((stack[max(parting)], stack[0]))
         else:
-            found.append((stack[shared], stack[0]))
+            found.append((stack[0] if stack else None, None))
     return found
 
 
-def _common(one: tuple[Frame, ...], other: tuple[Frame, ...]) -> int:
-    """How many frames two stacks share from the innermost out."""
-    return next(
-        (i for i, (a, b) in enumerate(zip(one, other, strict=False)) if a != b),
-        min(len(one), len(other)),
-    )
+def _parting(one: tuple[Frame, ...], other: tuple[Frame, ...]) -> int | None:
+    """How many frames two stacks share from the innermost out; None where one begins the other."""
+    return next((i for i, (a, b) in enumerate(zip(one, other, strict=False)) if a != b), None)
 
 
 def placed_by(program: Program, calls: Sequence[Instruction]) -> tuple[str | None, Frame | None]:
     """What put the ``Sharding`` calls ``calls`` there: ``"constraint"``, the user's own
-    ``with_sharding_constraint`` (its ``op_name`` says so), with that call's line (as
-    :func:`layer_lines` picks it), else ``"explicit"``, a result typed by an explicit mesh;
-    ``(None, None)`` for no call."""
+    ``with_sharding_constraint``, with its line (as :func:`layer_lines` picks it), else
+    ``"explicit"``, a result typed by an explicit mesh; ``(None, None)`` for no call."""
     for call in calls:
         if "sharding_constraint" in (program.op_name(call) or ""):
             stack = user_frames(program.stack(call))

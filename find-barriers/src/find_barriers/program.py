@@ -1,6 +1,5 @@
 """HLO text read as :class:`Instruction` records, and :class:`Program`, what every reader of a
-module's records asks of it; :func:`read_hlo` makes one from HLO text.
-"""
+module's records asks of it; :func:`read_hlo` makes one from HLO text."""
 
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ _HEADER = re.compile(r"^\s*(?P<root>ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?=[(a-z
 _COMMENT = re.compile(r"/\*.*?\*/")  # XLA numbers long operand lists: /*index=5*/%name
 _COMPUTATION = re.compile(r"^\s*(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(?:\(.*)?\{\s*$")
 """A computation's header: ``%name (params) -> shape {``, or ``name {`` as metadata printing writes it."""
-
 
 SAME_VALUE = frozenset({"bitcast", "copy", "reshape", "convert"})
 """Opcodes whose result holds its operand's values, in another shape, layout or type: what the
@@ -67,28 +65,23 @@ def parse_instruction(line: str) -> Instruction | None:
     ('a', 'b')
     """
     if plain := _PLAIN.match(line):  # most lines: one array result, operands without brackets
-        root, name, shape, opcode, operands, attributes = plain.groups()
-        if "/*" in operands:
-            operands = _COMMENT.sub("", operands)
-        names = tuple(
-            words[-1].lstrip("%") for part in operands.split(",") if (words := part.split())
-        )
-        return Instruction(name, shape, opcode, names, attributes, root is not None)
-    header = _HEADER.match(line)
-    if header is None:
+        root, name, shape, opcode, listed, attributes = plain.groups()
+        parts = listed.split(",")
+    elif header := _HEADER.match(line):
+        root, name, rest = header["root"], header["name"], line[header.end() :]
+        end = _group(rest)[1] + 1 if rest.startswith("(") else rest.find(" ")
+        shape, rest = rest[:end], rest[end:].lstrip()
+        opcode = rest.partition("(")[0]
+        if end < 0 or opcode == rest:
+            return None
+        parts, close = _group(rest[len(opcode) :])
+        attributes = rest[len(opcode) + close + 1 :]
+    else:
         return None
-    rest = line[header.end() :]
-    end = _group(rest)[1] + 1 if rest.startswith("(") else rest.find(" ")
-    shape, rest = rest[:end], rest[end:].lstrip()
-    opcode = rest.partition("(")[0]
-    if end < 0 or opcode == rest:
-        return None
-    parts, close = _group(rest[len(opcode) :])
-    if "/*" in rest:
+    if "/*" in line:
         parts = [_COMMENT.sub("", part) for part in parts]
     operands = tuple(words[-1].lstrip("%") for part in parts if (words := part.split()))
-    attributes = rest[len(opcode) + close + 1 :]
-    return Instruction(header["name"], shape, opcode, operands, attributes, bool(header["root"]))
+    return Instruction(name, shape, opcode, operands, attributes, root is not None)
 
 
 def instructions(hlo_text: str) -> list[Instruction]:
@@ -119,8 +112,7 @@ Value = str | tuple[str, int]
 
 class Program(Protocol):
     """What the readers of a module's records ask of it (the site finder, the fold rule, the
-    provenance): :class:`HloProgram` answers from HLO text, and
-    a reader of a lowered program's StableHLO, from its MLIR, on demand."""
+    provenance): :class:`HloProgram` answers from HLO text, a StableHLO reader from its MLIR."""
 
     entry: str
     name: str
@@ -184,12 +176,8 @@ class HloProgram(Program):
         return {self.owner[inst.name]: inst.name for inst in self.by_name.values() if inst.root}
 
     def transposes(self) -> list[tuple[str, Instruction]]:
-        return [
-            (comp, inst)
-            for comp, insts in self.computations.items()
-            for inst in insts
-            if inst.opcode == "transpose"
-        ]
+        every = ((comp, inst) for comp, insts in self.computations.items() for inst in insts)
+        return [(comp, inst) for comp, inst in every if inst.opcode == "transpose"]
 
     def callers_of(self, computation: str) -> list[tuple[str, Instruction]]:
         return self._callers.get(computation, [])
@@ -310,9 +298,8 @@ def _add_element_reads(computations: dict[str, list[Instruction]]) -> None:
             continue
         found = []
         for inst in insts:
-            found.append(inst)
-            for read in sorted(reads.pop(inst.name, ()), key=lambda name: (len(name), name)):
-                found.append(_element_read(read, inst))
+            ordered = sorted(reads.pop(inst.name, ()), key=lambda name: (len(name), name))
+            found += [inst, *(_element_read(read, inst) for read in ordered)]
         if reads:
             missing = min(name for names in reads.values() for name in names)
             raise ValueError(

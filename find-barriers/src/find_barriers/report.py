@@ -1,6 +1,5 @@
 """``find-barriers``'s output: each module's sites with the user's line, the rule and the fix, as
-text or as JSON (:data:`SCHEMA`, described by ``find_barriers.schema.json`` beside this file).
-"""
+text or as JSON (:data:`SCHEMA`, described by ``find_barriers.schema.json`` beside this file)."""
 
 from __future__ import annotations
 
@@ -99,9 +98,8 @@ def text(checked: Sequence[Checked], shown: set[str], quiet: bool = False) -> st
                 f"{item.module.path}: the same module as {item.module.same_as}, not counted again"
             )
         elif item.module.path in shown:
-            stake = (
-                f"; {size(item.bytes_at_stake)} at stake per step" if item.bytes_at_stake else ""
-            )
+            at_stake = item.bytes_at_stake
+            stake = f"; {size(at_stake)} at stake per step" if at_stake else ""
             lines.append(f"{item.module.path}: {summary(item.sites)}{stake}")
             lines += [line for site, status in listed(item) for line in site_lines(site, status)]
     counted = [item for item in checked if not item.module.same_as]
@@ -155,14 +153,8 @@ def as_json(checked: Sequence[Checked], exit_status: int) -> str:
         "new_blocked": sum(len(item.findings) for item in counted),
         "bytes_at_stake": sum(item.bytes_at_stake for item in counted),
     }
-    document = {
-        "schema": SCHEMA,
-        "version": __version__,
-        "exit_status": exit_status,
-        "modules": modules,
-        "total": total,
-    }
-    return json.dumps(document, indent=2)
+    document = {"schema": SCHEMA, "version": __version__, "exit_status": exit_status}
+    return json.dumps(document | {"modules": modules, "total": total}, indent=2)
 
 
 def _escape(value: str, properties: bool = False) -> str:

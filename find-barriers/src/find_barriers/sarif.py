@@ -67,15 +67,6 @@ def sarif(checked: Sequence[Checked]) -> str:
         }
         for rule in RULES.values()
     ]
-    driver = {
-        "name": "find-barriers",
-        "version": __version__,
-        "informationUri": INFORMATION_URI,
-        "rules": rules,
-    }
-    log = {
-        "$schema": SARIF_SCHEMA,
-        "version": "2.1.0",
-        "runs": [{"tool": {"driver": driver}, "results": results}],
-    }
-    return json.dumps(log, indent=2)
+    driver = {"name": "find-barriers", "version": __version__, "informationUri": INFORMATION_URI}
+    run = {"tool": {"driver": driver | {"rules": rules}}, "results": results}
+    return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2)

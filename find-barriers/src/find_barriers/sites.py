@@ -1,6 +1,5 @@
 """Transpose-of-dot sites: every transpose a dot feeds, what stands between, and whether XLA
-would fold it. One definition of a site, whichever reader made the :class:`~find_barriers.program.Program`.
-"""
+would fold it. One definition of a site, whichever reader made the :class:`~find_barriers.program.Program`."""
 
 from __future__ import annotations
 
@@ -174,6 +173,7 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
         parameters = parameters or Parameters(program)
         op_name = program.op_name(origin)
         forward = role(op_name, None, None) == "forward"  # no parameter to look for
+        sizes = array_shapes(inst.shape)[0][1]
         sites.append(
             TransposeSite(
                 *(inst.name, shapes[0], origin.name, between, shapes[1]),
@@ -181,9 +181,7 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
                 no_fold=fold.no_fold(program, inst, chain, origin),
                 trips=count(comp),
                 stack=program.stack(origin),
-                parameter=None
-                if forward
-                else parameters.of(origin, array_shapes(inst.shape)[0][1]),
+                parameter=None if forward else parameters.of(origin, sizes),
                 placed_by=placed[0],
                 placed_at=placed[1],
             )
