@@ -1,7 +1,5 @@
 """Accepted sites: ``--write-baseline FILE`` records today's blocked sites, ``--baseline FILE``
-accepts them, so only new ones fail. A site is keyed by what survives a recompile and an edit
-elsewhere: its module's name, its rule, the shapes, and the parameter where the module names it
-by path, else the user's functions (not their lines); never by instruction names or numbers."""
+accepts them, so only new ones fail; each keyed by what survives a recompile (:func:`key`)."""
 
 from __future__ import annotations
 
@@ -23,9 +21,9 @@ layer is added, so it is not a key."""
 
 
 def key(module: Module, site: TransposeSite) -> dict:
-    """What identifies ``site`` across recompiles and edits elsewhere in the model: the parameter
-    where the module names it, else the functions of the user's stack, innermost first (each
-    frame's line only where the module names no function)."""
+    """What identifies ``site`` across recompiles and edits elsewhere in the model: its module's
+    name, rule and shapes, and the parameter where the module names it by path, else the functions
+    of the user's stack, innermost first (a frame's line only where it names no function)."""
     named = site.parameter if site.parameter and not _FLAT_INDEX.match(site.parameter) else None
     rule = rule_of(site)
     return {

@@ -86,12 +86,8 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "sarif":
         output = sarif(checked)
     else:  # a module without sites is listed when named as a file, or when asked
-        shown = {
-            item.module.path
-            for item in checked
-            if item.sites or args.all_modules or item.module.path in args.paths
-        }
-        output = report.text(checked, shown, quiet=args.quiet)
+        listed = (item.module.path for item in checked if item.sites or args.all_modules)
+        output = report.text(checked, {*listed, *args.paths}, quiet=args.quiet)
     if output:
         print(output)
     return status

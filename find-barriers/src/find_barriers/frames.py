@@ -18,8 +18,7 @@ LIBRARIES = re.compile(
     r"|(?:^|/)maxtext/integration/tunix/tunix_adapter\.py$"
 )
 """Files that are not the user's: JAX, Flax, optax, Orbax and chex wherever installed; and
-MaxText's tunix adapter, which, once imported, wraps ``jax.lax.with_sharding_constraint`` for the
-whole process (``maxtext/integration/tunix/tunix_adapter.py``, MaxText 0.2.5)."""
+MaxText 0.2.5's tunix adapter, which wraps ``jax.lax.with_sharding_constraint`` once imported."""
 
 
 def readable(frame: Frame | None) -> str | None:
@@ -75,11 +74,10 @@ def layer_lines(
 ) -> list[tuple[Frame | None, Frame | None]]:
     """For each user stack, the line to show and the shared helper it went through (or None).
 
-    A frame that user stacks with different outer frames begin with (among ``stacks`` and the
-    module's other stacks, ``context``) is a helper several layers call: an FSDP
-    ``dot_general``, a ``constrain()``. The line shown is then the first frame outward where this
-    stack parts from every such other, ``via`` the helper; else the innermost user frame. A stack
-    that is all of another's first frames (JAX cuts some short) does not part from it.
+    A frame that stacks with other outer frames begin with (in ``stacks`` or the module's other
+    stacks, ``context``) is a helper several layers call, as an FSDP ``dot_general``: the line
+    shown is then the first frame outward where this stack parts from every other (a stack JAX
+    cut short parts from none), ``via`` the helper; else the innermost user frame.
 
     >>> helper, a, b = Frame("m.py", 38), Frame("m.py", 54), Frame("m.py", 60)
     >>> [(str(line), str(via)) for line, via in layer_lines([(helper, a), (helper, b), (a,)])]

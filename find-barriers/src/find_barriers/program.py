@@ -10,9 +10,24 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple, Protocol
 
 _HEADER = re.compile(r"^\s*(?P<root>ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?=[(a-z])")
+_PLAIN = re.compile(
+    r"\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*([a-z]\w*\[[\d,]*\](?:\{[^}\s]*\})?) ([\w\-]+)"
+    r"\(([^()\[\]{}]*)\)(.*)"
+)
+"""An instruction whose result is one array and whose operands are bare names: parsed by one match."""
 _COMMENT = re.compile(r"/\*.*?\*/")  # XLA numbers long operand lists: /*index=5*/%name
+_FLAT_GROUP = re.compile(r"\(([^()\[\]{}]*)\)")  # a group with no brackets inside
 _COMPUTATION = re.compile(r"^\s*(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(?:\(.*)?\{\s*$")
 """A computation's header: ``%name (params) -> shape {``, or ``name {`` as metadata printing writes it."""
+_MODULE = re.compile(r"\s*HloModule\s+([\w.\-]+)")
+_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")  # debug_info's tables
+
+_CALLEE = re.compile(r"\b(?:condition|body|to_apply|calls|true_computation|false_computation)=%?([\w.\-]+)")  # fmt: skip
+_BRANCHES = re.compile(r"\bbranch_computations=\{([^}]*)\}")
+_OP_NAME = re.compile(r'\bop_name="((?:[^"\\]|\\.)*)"')
+_FRAME = re.compile(r"\bstack_frame_id=(\d+)")
+_SOURCE = re.compile(r'\bsource_file="((?:[^"\\]|\\.)*)" source_line=(\d+)')
+"""Metadata a site reports: the op's name, and its source as a stack frame or as a file and line."""
 
 SAME_VALUE = frozenset({"bitcast", "copy", "reshape", "convert"})
 """Opcodes whose result holds its operand's values, in another shape, layout or type: what the
@@ -31,9 +46,6 @@ class Instruction(NamedTuple):
     root: bool = False
 
 
-_FLAT_GROUP = re.compile(r"\(([^()\[\]{}]*)\)")
-
-
 def _group(text: str) -> tuple[list[str], int]:
     """The top-level comma-separated parts of the bracketed group ``text`` opens, and its end."""
     if simple := _FLAT_GROUP.match(text):  # no nested brackets: one regex instead of a loop
@@ -47,13 +59,6 @@ def _group(text: str) -> tuple[list[str], int]:
             parts.append(text[start:index])
             start = index + 1
     raise ValueError(f"Unbalanced brackets in HLO line: {text[:80]!r}")
-
-
-_PLAIN = re.compile(
-    r"\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*([a-z]\w*\[[\d,]*\](?:\{[^}\s]*\})?) ([\w\-]+)"
-    r"\(([^()\[\]{}]*)\)(.*)"
-)
-"""An instruction whose result is one array and whose operands are bare names: parsed by one match."""
 
 
 def parse_instruction(line: str) -> Instruction | None:
@@ -87,12 +92,6 @@ def parse_instruction(line: str) -> Instruction | None:
 def instructions(hlo_text: str) -> list[Instruction]:
     """Every instruction in an HLO module, in text order, fused computations included."""
     return [inst for line in hlo_text.splitlines() if (inst := parse_instruction(line))]
-
-
-_OP_NAME = re.compile(r'\bop_name="((?:[^"\\]|\\.)*)"')
-_FRAME = re.compile(r"\bstack_frame_id=(\d+)")
-_SOURCE = re.compile(r'\bsource_file="((?:[^"\\]|\\.)*)" source_line=(\d+)')
-"""Metadata a site reports: the op's name, and its source as a stack frame or as a file and line."""
 
 
 class Frame(NamedTuple):
@@ -233,10 +232,6 @@ class HloProgram(Program):
         }
 
 
-_CALLEE = re.compile(r"\b(?:condition|body|to_apply|calls|true_computation|false_computation)=%?([\w.\-]+)")  # fmt: skip
-_BRANCHES = re.compile(r"\bbranch_computations=\{([^}]*)\}")
-
-
 def callees(inst: Instruction) -> list[str]:
     """The computations ``inst`` calls, in the order its attributes name them (metadata left out)."""
     if "=" not in inst.attributes:
@@ -245,10 +240,6 @@ def callees(inst: Instruction) -> list[str]:
     branches = _BRANCHES.search(own)
     listed = [name.strip(" %") for name in branches[1].split(",")] if branches else []
     return [*listed, *_CALLEE.findall(own)]
-
-
-_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
-_MODULE = re.compile(r"\s*HloModule\s+([\w.\-]+)")
 
 
 def read_hlo(hlo_text: str) -> HloProgram:
@@ -294,8 +285,6 @@ def _add_element_reads(computations: dict[str, list[Instruction]]) -> None:
             for operand in inst.operands:
                 if "#" in operand and operand not in shapes:
                     reads.setdefault(operand.rpartition("#")[0], set()).add(operand)
-        if not reads:
-            continue
         found = []
         for inst in insts:
             ordered = sorted(reads.pop(inst.name, ()), key=lambda name: (len(name), name))

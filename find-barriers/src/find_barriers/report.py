@@ -93,22 +93,19 @@ def text(checked: Sequence[Checked], shown: set[str], quiet: bool = False) -> st
         )
     lines = []
     for item in checked:
-        if item.module.same_as:
-            lines.append(
-                f"{item.module.path}: the same module as {item.module.same_as}, not counted again"
-            )
-        elif item.module.path in shown:
+        path, same_as = item.module.path, item.module.same_as
+        if same_as:
+            lines.append(f"{path}: the same module as {same_as}, not counted again")
+        elif path in shown:
             at_stake = item.bytes_at_stake
             stake = f"; {size(at_stake)} at stake per step" if at_stake else ""
-            lines.append(f"{item.module.path}: {summary(item.sites)}{stake}")
+            lines.append(f"{path}: {summary(item.sites)}{stake}")
             lines += [line for site, status in listed(item) for line in site_lines(site, status)]
-    counted = [item for item in checked if not item.module.same_as]
     if len(checked) > 1:
-        every = [site for item in counted for site in item.sites]
-        total = sum(item.bytes_at_stake for item in counted)
-        lines.append(
-            f"total: {len(counted)} modules, {summary(every)}; {size(total)} at stake per step"
-        )
+        counted = [item for item in checked if not item.module.same_as]
+        every = summary([site for item in counted for site in item.sites])
+        total = size(sum(item.bytes_at_stake for item in counted))
+        lines.append(f"total: {len(counted)} modules, {every}; {total} at stake per step")
     return "\n".join(lines)
 
 
@@ -158,7 +155,7 @@ def as_json(checked: Sequence[Checked], exit_status: int) -> str:
 
 
 def _escape(value: str, properties: bool = False) -> str:
-    """A workflow command's data (or, with ``properties``, a property) escaped as GitHub reads it."""
+    """A workflow command's data (with ``properties``, a property) escaped as GitHub reads it."""
     value = value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
     return value.replace(":", "%3A").replace(",", "%2C") if properties else value
 

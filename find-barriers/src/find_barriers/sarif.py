@@ -37,7 +37,6 @@ def sarif(checked: Sequence[Checked]) -> str:
     """The log: the tool with its version and rules, then one result per blocked site (``error``
     when new; ``note``, suppressed, when the baseline accepts it)."""
     results, seen = [], Counter[str]()
-    codes = list(RULES)
     for item in checked:
         for site, status in item:
             rule = rule_of(site)
@@ -48,7 +47,7 @@ def sarif(checked: Sequence[Checked]) -> str:
             location |= {"region": {"startLine": line}} if line else {}
             result = {
                 "ruleId": rule.code,
-                "ruleIndex": codes.index(rule.code),
+                "ruleIndex": list(RULES).index(rule.code),
                 "level": "error" if status == NEW else "note",
                 "message": {"text": message(site)},
                 "locations": [{"physicalLocation": location}],

@@ -39,8 +39,7 @@ class TransposeSite:
         dot_shape: the dot's result shape, without layout.
         op_name: the dot's ``op_name``.
         output: the result element its value reaches (an index, or a name from the lowering);
-            looked for in the backward pass only (a forward value reaching the result names no
-            parameter).
+            looked for in the backward pass only (a forward value names no parameter).
         trips: how many times it runs per step (None: unknown).
         no_fold: why XLA's simplifier would keep the transpose anyway (None: it would fold it).
         stack: the dot's Python stack, innermost first.
@@ -157,14 +156,13 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
     """Every transpose fed, through pass-through ops only, by a dot, in ``_site_order``;
     ``dims`` keeps those of that size set. XLA folds ``transpose(dot(a, b))`` into ``dot(b, a)``
     only if nothing stands between."""
-    by_name = program.by_name
     count = run_counts(program)
     parameters = None  # made for the first site: most modules of a dump have none
     sites = []
     for comp, inst in program.transposes():
         if not has_dims(inst, dims):
             continue
-        chain, origin = value_source(inst, by_name)
+        chain, origin = value_source(inst, program.by_name)
         if origin is None or origin.opcode != "dot":
             continue
         between = tuple("Sharding" if is_sharding_call(op) else op.opcode for op in chain)
