@@ -51,8 +51,7 @@ def write(path: str, blocked: Iterable[tuple[Module, TransposeSite]]) -> None:
 
 
 def load(path: str) -> Counter:
-    """The accepted sites of a baseline file, as counts of :func:`tag`; a ValueError names what is
-    wrong with the file."""
+    """A baseline file's accepted sites as counts of :func:`tag`; a ValueError says what's wrong."""
     file = Path(path)
     if not file.is_file():
         raise ValueError(f"{path}: no such baseline file; write one with --write-baseline {path}")

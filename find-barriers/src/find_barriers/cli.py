@@ -94,8 +94,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    """``find-barriers``: exit 0, 1 or 2 as ``--help`` says, never with a traceback unless
-    ``--debug`` asks."""
+    """``find-barriers``: exit 0, 1 or 2 as ``--help`` says; a traceback only with ``--debug``."""
     args = parser().parse_args(argv)
     try:
         status = run(args)

@@ -86,12 +86,11 @@ def _text(path: str) -> str:
 
 def _program(path: str, text: str) -> Program:
     """HLO text read as a module; a ValueError where it is not the module JAX hands XLA."""
-    file = Path(path)
     if _MLIR.search(text, 0, 100_000):
         raise ValueError(f"{path}: StableHLO/MLIR text, not HLO; {HOW_TO_GET_HLO}")
     if _SCHEDULED.search(text, 0, 100_000):
         raise ValueError(
-            f"{path}: a compiled (scheduled) module, after XLA's passes; pass {_before(file)}"
+            f"{path}: a compiled (scheduled) module, after XLA's passes; pass {_before(Path(path))}"
         )
     try:
         program = read_hlo(text)

@@ -130,8 +130,7 @@ class Parameters:
         return (stack and stack.name, value and value.name) == arguments
 
     def _loop(self, inst: Instruction) -> Instruction | None:
-        """The ``while`` whose result ``inst`` is, or whose body or condition takes ``inst`` as
-        its state."""
+        """The ``while`` whose result ``inst`` is, or whose body or condition takes it as state."""
         if inst.opcode == "while":
             return inst
         if inst.opcode != "parameter":
@@ -153,8 +152,7 @@ class Parameters:
         return sliced is not None and sliced.name == self.program.parameter(callee, 0)
 
     def _readers(self, value: Instruction) -> list[tuple[Instruction, int]]:
-        """The dots that read ``value`` through ops that pass it on unchanged or into a called
-        computation, each with the operand it reads it as."""
+        """The dots that read ``value``, via pass-on ops and calls, each with its operand index."""
         program, found, pending, seen = self.program, [], [value.name], {value.name}
         while pending:
             for user, index in program.users(pending.pop()):
@@ -186,8 +184,7 @@ class Parameters:
 
     @functools.cached_property
     def _input_sizes(self) -> set[tuple[int, ...]]:
-        """The sizes, sorted, of each input of the step, and of each with one dimension left
-        out (a stack of layers' weights)."""
+        """Each step input's sizes, sorted, whole and with any one dimension left out (a stack)."""
         found: set[tuple[int, ...]] = set()
         program, index = self.program, 0
         while (name := program.parameter(program.entry, index)) is not None:
@@ -198,8 +195,7 @@ class Parameters:
         return found
 
     def _is_weight(self, inst: Instruction, sizes: tuple[int, ...], stacked: bool) -> bool:
-        """Whether ``inst`` is one of the step's inputs of sizes ``sizes``, or, read one slice at a
-        time (``stacked``), a stack of such arrays."""
+        """Whether ``inst`` is a step input of ``sizes`` (or, if ``stacked``, a stack of them)."""
         return (
             self.program.owner.get(inst.name) == self.program.entry
             and inst.opcode == "parameter"

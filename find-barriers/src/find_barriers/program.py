@@ -197,10 +197,9 @@ class HloProgram(Program):
     def _users(self) -> dict[Value, list[tuple[Instruction, int]]]:
         found: dict[Value, list[tuple[Instruction, int]]] = {}
         for inst in self.by_name.values():
+            element = inst.opcode == "get-tuple-element"  # it reads (tuple, index)
             for index, operand in enumerate(inst.operands):
-                value = (
-                    (operand, tuple_index(inst)) if inst.opcode == "get-tuple-element" else operand
-                )
+                value = (operand, tuple_index(inst)) if element else operand
                 found.setdefault(value, []).append((inst, index))
         return found
 
@@ -348,8 +347,7 @@ def passes_on(inst: Instruction) -> bool:
 
 
 def behind(name: str, by_name: Mapping[str, Instruction]) -> Instruction | None:
-    """The instruction that makes value ``name``, once ops that pass it on (:func:`passes_on`)
-    are skipped; None where the module does not hold it."""
+    """What makes value ``name``, past ops that pass it on (:func:`passes_on`); None if not held."""
     inst = by_name.get(name)
     while inst is not None and inst.operands and passes_on(inst):
         inst = by_name.get(inst.operands[0])

@@ -41,21 +41,16 @@ def fix(site: TransposeSite) -> str | None:
     return None if rule is None else f"{rule.fix}. See {rule.url}"
 
 
-def listed(checked: Checked) -> list[tuple[TransposeSite, str | None]]:
-    """A module's sites as the text lists them: blocked ones first, most bytes at stake per step
-    first (unknown trip counts last), then the rest in their order."""
-
-    def order(pair: tuple[TransposeSite, str | None]) -> tuple:
-        site = pair[0]
-        return (not site.blocked, site.bytes_per_step is None, -(site.bytes_per_step or 0))
-
-    return sorted(checked, key=order)
+def _listing_order(pair: tuple[TransposeSite, str | None]) -> tuple:
+    """The text lists blocked sites first, most bytes at stake per step first (unknown trip counts
+    last), then the rest in their order."""
+    site = pair[0]
+    return (not site.blocked, site.bytes_per_step is None, -(site.bytes_per_step or 0))
 
 
 def site_lines(site: TransposeSite, status: str | None) -> list[str]:
-    """One site: its verdict (``accepted`` or ``ignored`` for such a blocked site), rule, user's
-    line, what it computes, the chain and how often it runs; then, if blocked, the bytes at stake,
-    what put the call there and the fix; if kept, why."""
+    """A site's lines: its one line (labelled by its status if accepted or ignored); then, if
+    blocked, the bytes at stake, what put the call there and the fix; if kept, why."""
     rule = rule_of(site)
     label = status if status in (ACCEPTED, IGNORED) else site.verdict
     lines = [f"  {rule.code if rule else '':5} {site.one_line(label)}"]
@@ -100,7 +95,8 @@ def text(checked: Sequence[Checked], shown: set[str], quiet: bool = False) -> st
             at_stake = item.bytes_at_stake
             stake = f"; {size(at_stake)} at stake per step" if at_stake else ""
             lines.append(f"{path}: {summary(item.sites)}{stake}")
-            lines += [line for site, status in listed(item) for line in site_lines(site, status)]
+            listed = sorted(item, key=_listing_order)
+            lines += [line for site, status in listed for line in site_lines(site, status)]
     if len(checked) > 1:
         counted = [item for item in checked if not item.module.same_as]
         every = summary([site for item in counted for site in item.sites])

@@ -94,8 +94,7 @@ class TransposeSite:
 
     @property
     def bytes(self) -> int:
-        """The size of the tensor whose fold is at stake (the dot's result, before partitioning),
-        in bytes, each time the site runs."""
+        """The bytes of the dot's result, whose fold is at stake, before partitioning, per run."""
         return shape_bytes(self.dot_shape)
 
     @property
