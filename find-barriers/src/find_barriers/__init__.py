@@ -5,7 +5,7 @@ import sys
 
 __version__ = "0.1.0"
 
-if sys.version_info >= (3, 10):  # noqa: UP036 - on an older Python, ``find-barriers`` says what to install
+if sys.version_info >= (3, 10):  # noqa: UP036 - an older one is told what to install
     from find_barriers.dumps import Module, read_module, read_modules
     from find_barriers.program import Instruction, Program, read_hlo
     from find_barriers.sites import TransposeSite, find_sites

@@ -19,8 +19,7 @@ from find_barriers.sarif import sarif
 
 FORMATS = ("text", "json", "github", "sarif")
 PIPE_CLOSED = 141
-"""The exit status when the reader of the output went away (``| head``): 128 + SIGPIPE, what a
-shell reports for a process a closed pipe stops."""
+"""The exit status when the output's reader went away (``| head``): 128 + SIGPIPE, as shells say."""
 EPILOG = f"""exit status:
   0    no new blocked site
   1    new blocked sites: a Sharding call blocks a fold XLA's simplifier would make

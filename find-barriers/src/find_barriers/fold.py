@@ -9,12 +9,12 @@ turns ``supports_non_canonical_dots`` off, [cpu_compiler.cc][options]):
   dimensions and at least one contracting dimension;
 - the transpose swaps the last two dimensions and keeps the rest in place.
 
-XLA:CPU runs ``DotDecomposer`` before it ([pipeline][cpu]), which makes batch dimensions lead
-and merges the contracting dimensions into one, of size 1 where there were none
-([``DotDecomposer::Run``][decomposer]); a dot with more than one non-contracting dimension per
-side it reshapes, so a reshape then stands between. So only the count of non-contracting
-dimensions decides. :func:`no_fold` asks these conditions of a site as if the ``Sharding`` calls between
-were gone, and says which one fails.
+XLA:CPU runs ``DotDecomposer`` before it ([pipeline][cpu]), which makes batch dimensions lead and
+merges the contracting dimensions into one, of size 1 where there were none
+([``DotDecomposer::Run``][decomposer]); a dot with more than one non-contracting dimension per side
+it reshapes, so a reshape then stands between. So only the count of non-contracting dimensions
+decides. :func:`no_fold` asks these conditions of a site as if the ``Sharding`` calls between were
+gone, and says which one fails.
 
 [algsimp]: https://github.com/openxla/xla/blob/11c07836fbe9b0f746484d008242ddaee7e9005b/xla/hlo/transforms/simplifiers/algebraic_simplifier.cc#L8824-L8881
 [options]: https://github.com/openxla/xla/blob/11c07836fbe9b0f746484d008242ddaee7e9005b/xla/service/cpu/cpu_compiler.cc#L683-L690

@@ -22,9 +22,8 @@ MaxText 0.2.5's tunix adapter, which wraps ``jax.lax.with_sharding_constraint`` 
 
 
 def readable(frame: Frame | None) -> str | None:
-    """A frame as ``file:line`` where a reader finds it: from its package where installed, else
-    from the root of the project the working directory is in (its nearest folder with
-    ``pyproject.toml`` or ``.git``), else whole.
+    """A frame as ``file:line`` where a reader finds it: from its package where installed, else from
+    the root of the project the working directory is in (:func:`project_root`), else whole.
 
     >>> readable(Frame("/venv/lib/python3.12/site-packages/flax/nnx/nn/linear.py", 422))
     'flax/nnx/nn/linear.py:422'
@@ -52,8 +51,7 @@ def project_root(directory: str) -> str:
 
 def user_frames(stack: Sequence[Frame]) -> tuple[Frame, ...]:
     """The frames of ``stack`` (innermost first) outside :data:`LIBRARIES`, each once, where it
-    first appears: under nested transformations (a scan in a gradient in a scan) JAX's stacks
-    repeat the frames of each trace.
+    first appears: JAX's stacks repeat each trace's frames under nested transformations.
 
     >>> flax = Frame("/v/site-packages/flax/nnx/nn/linear.py", 422, "Linear.__call__")
     >>> model, step = Frame("/home/me/model.py", 58, "Model.__call__"), Frame("/home/me/t.py", 9)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from find_barriers.loops import loop_parts
+from find_barriers.loops import loop_parts, state_element
 from find_barriers.program import Instruction, Program, behind, callees, passes_on, tuple_index
 from find_barriers.shapes import array_shapes, has_dims
 
@@ -102,13 +102,8 @@ class Parameters:
 
     def _is_state(self, inst: Instruction | None, body: str, index: int) -> bool:
         """Whether ``inst`` is element ``index`` of loop body ``body``'s own state."""
-        return (
-            inst is not None
-            and inst.opcode == "get-tuple-element"
-            and tuple_index(inst) == index
-            and self.program.by_name.get(inst.operands[0], inst).opcode == "parameter"
-            and self.program.owner.get(inst.name) == body
-        )
+        element = state_element(inst, self.program.by_name)
+        return inst is not None and element == index and self.program.owner.get(inst.name) == body
 
     def _stacked(self, update: Instruction, body: str, index: int) -> str | None:
         """The value ``update`` writes into element ``index`` of its loop's state, where it is a

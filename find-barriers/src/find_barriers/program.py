@@ -14,11 +14,11 @@ _PLAIN = re.compile(
     r"\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*([a-z]\w*\[[\d,]*\](?:\{[^}\s]*\})?) ([\w\-]+)"
     r"\(([^()\[\]{}]*)\)(.*)"
 )
-"""An instruction whose result is one array and whose operands are bare names: parsed by one match."""
+"""An instruction of one array result and bare-name operands, parsed by this one match."""
 _COMMENT = re.compile(r"/\*.*?\*/")  # XLA numbers long operand lists: /*index=5*/%name
 _FLAT_GROUP = re.compile(r"\(([^()\[\]{}]*)\)")  # a group with no brackets inside
 _COMPUTATION = re.compile(r"^\s*(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(?:\(.*)?\{\s*$")
-"""A computation's header: ``%name (params) -> shape {``, or ``name {`` as metadata printing writes it."""
+"""A computation's header: ``%name (params) -> shape {``, or ``name {`` (as metadata prints it)."""
 _MODULE = re.compile(r"\s*HloModule\s+([\w.\-]+)")
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")  # debug_info's tables
 
@@ -150,9 +150,8 @@ class Program(Protocol):
 
 @dataclasses.dataclass
 class HloProgram(Program):
-    """A :class:`Program` read from HLO text (the methods it shares with it are documented there):
-    each computation's instructions in order, the entry's name, and each stack frame id's
-    ``file:line`` chain, innermost first (``debug_info``'s tables; empty without them)."""
+    """A :class:`Program` read from HLO text: each computation's instructions in order, the entry's
+    name, and each stack frame id's frames, innermost first (empty without ``debug_info``)."""
 
     computations: dict[str, list[Instruction]]
     entry: str
@@ -232,7 +231,7 @@ class HloProgram(Program):
 
 
 def callees(inst: Instruction) -> list[str]:
-    """The computations ``inst`` calls, in the order its attributes name them (metadata left out)."""
+    """The computations ``inst`` calls, in the order its attributes (not metadata) name them."""
     if "=" not in inst.attributes:
         return []
     own = inst.attributes.partition(", metadata=")[0]

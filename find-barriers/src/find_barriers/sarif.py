@@ -20,8 +20,7 @@ from find_barriers.sites import TransposeSite
 SARIF_SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 )
-INFORMATION_URI = DOCS_URL + "guides/check_a_run.html"
-"""The page that introduces the check."""
+INFORMATION_URI = DOCS_URL + "guides/check_a_run.html"  # the page that introduces the check
 
 
 def fingerprint(module: Module, site: TransposeSite, seen: Counter) -> str:

@@ -1,5 +1,5 @@
-"""Transpose-of-dot sites: every transpose a dot feeds, what stands between, and whether XLA
-would fold it. One definition of a site, whichever reader made the :class:`~find_barriers.program.Program`."""
+"""Transpose-of-dot sites: every transpose a dot feeds, what stands between, and whether XLA would
+fold it; one definition, whichever reader made the :class:`~find_barriers.program.Program`."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ class TransposeSite:
         trips: how many times it runs per step (None: unknown).
         no_fold: why XLA's simplifier would keep the transpose anyway (None: it would fold it).
         stack: the dot's Python stack, innermost first.
-        user_line: the user's frame to show: the layer's own line (:func:`~find_barriers.frames.layer_lines`).
+        user_line: the layer's own line, as :func:`~find_barriers.frames.layer_lines` picks it.
         via: the shared helper the layer went through to make the dot, if any.
         parameter: the parameter whose gradient the dot makes, as the module names it.
         role: ``forward``, ``weight gradient``, ``activation gradient`` or ``unknown``.
@@ -71,8 +71,8 @@ class TransposeSite:
 
     @property
     def verdict(self) -> str:
-        """``blocked``: XLA would fold it but a ``Sharding`` call stands between; ``foldable``:
-        it folds; ``kept``: XLA keeps the transpose whatever stands between (``no_fold`` says why)."""
+        """``blocked``: XLA would fold it but a ``Sharding`` call stands between; ``foldable``: it
+        folds; ``kept``: XLA keeps the transpose whatever stands between (``no_fold`` says why)."""
         if self.no_fold is not None:
             return "kept"
         return "blocked" if "Sharding" in self.between else "foldable"
@@ -104,7 +104,7 @@ class TransposeSite:
 
     @property
     def chain(self) -> str:
-        """``dot f32[8,2] -> Sharding -> transpose f32[2,8]``, in data-flow order, without layouts."""
+        """``dot f32[8,2] -> Sharding -> transpose f32[2,8]``: in data-flow order, no layouts."""
         ends = [f"dot {self.dot_shape.split('{')[0]}", f"transpose {self.shape.split('{')[0]}"]
         return " -> ".join([ends[0], *reversed(self.between), ends[1]])
 
@@ -152,11 +152,9 @@ def value_source(
 
 
 def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[TransposeSite]:
-    """Every transpose fed, through pass-through ops only, by a dot, in ``_site_order``;
-    ``dims`` keeps those of that size set. XLA folds ``transpose(dot(a, b))`` into ``dot(b, a)``
-    only if nothing stands between."""
-    count = run_counts(program)
-    parameters = None  # made for the first site: most modules of a dump have none
+    """Every transpose a dot feeds through pass-through ops only, in ``_site_order``; ``dims``
+    keeps those of that size set."""
+    count, parameters = run_counts(program), Parameters(program)
     sites = []
     for comp, inst in program.transposes():
         if not has_dims(inst, dims):
@@ -167,7 +165,6 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
         between = tuple("Sharding" if is_sharding_call(op) else op.opcode for op in chain)
         shapes = inst.shape.split("{")[0], origin.shape.split("{")[0]
         placed = placed_by(program, [op for op in chain if is_sharding_call(op)])
-        parameters = parameters or Parameters(program)
         op_name = program.op_name(origin)
         forward = role(op_name, None, None) == "forward"  # no parameter to look for
         sizes = array_shapes(inst.shape)[0][1]
