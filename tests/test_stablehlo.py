@@ -17,7 +17,7 @@ def facts(site: TransposeSite) -> tuple:
         site.dot_shape,
         site.shape,
         site.between,
-        site.kind,
+        site.verdict,
         site.output,
         site.op_name,
         site.source,

@@ -1,8 +1,5 @@
 """Accepted sites: ``--write-baseline FILE`` records today's blocked sites, ``--baseline FILE``
-accepts them, so only new ones fail. A site is keyed by what survives a recompile and an edit
-elsewhere: its module's name, its rule, the shapes, and the parameter where the module names it
-by path, else the user's functions (not their lines); never by instruction names or numbers.
-"""
+accepts them, so only new ones fail; each keyed by what survives a recompile (:func:`key`)."""
 
 from __future__ import annotations
 
@@ -24,9 +21,9 @@ layer is added, so it is not a key."""
 
 
 def key(module: Module, site: TransposeSite) -> dict:
-    """What identifies ``site`` across recompiles and edits elsewhere in the model: the parameter
-    where the module names it, else the functions of the user's stack, innermost first (each
-    frame's line only where the module names no function)."""
+    """What identifies ``site`` across recompiles and edits elsewhere in the model: its module's
+    name, rule and shapes, and the parameter where the module names it by path, else the functions
+    of the user's stack, innermost first (a frame's line only where it names no function)."""
     named = site.parameter if site.parameter and not _FLAT_INDEX.match(site.parameter) else None
     rule = rule_of(site)
     return {
@@ -54,8 +51,7 @@ def write(path: str, blocked: Iterable[tuple[Module, TransposeSite]]) -> None:
 
 
 def load(path: str) -> Counter:
-    """The accepted sites of a baseline file, as counts of :func:`tag`; a ValueError names what is
-    wrong with the file."""
+    """A baseline file's accepted sites as counts of :func:`tag`; a ValueError says what's wrong."""
     file = Path(path)
     if not file.is_file():
         raise ValueError(f"{path}: no such baseline file; write one with --write-baseline {path}")
@@ -65,8 +61,7 @@ def load(path: str) -> Counter:
         raise ValueError(f"{path}: not a baseline (not JSON: {error})") from None
     found = data.get("format") if isinstance(data, dict) else None
     if found != FORMAT:
-        older = (
-            f" (it is {found}: write it again)" if str(found).startswith("find-barriers") else ""
-        )
+        stale = str(found).startswith("find-barriers")  # an older format of this tool's
+        older = f" (it is {found}: write it again)" if stale else ""
         raise ValueError(f"{path}: not a {FORMAT} baseline{older}; use --write-baseline {path}")
     return Counter(tag(entry) for entry in data.get("sites", []))

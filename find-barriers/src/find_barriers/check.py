@@ -59,9 +59,8 @@ def check(
     accepted: Counter | None = None,
     ignored: frozenset[str] = frozenset(),
 ) -> list[Checked]:
-    """Every module ``paths`` name (``pattern`` narrowing a dump directory's), its sites, and each
-    blocked site's status: ``ignored`` (its rule is), ``accepted`` (the baseline's counts of its
-    key cover it) or ``new``."""
+    """Every module ``paths`` name (``pattern`` narrowing a directory's), its sites, and each
+    blocked site's status: ignored (its rule is), accepted (the baseline covers it) or new."""
     left = Counter(accepted)
     checked = []
     for module in read_modules(paths, pattern):

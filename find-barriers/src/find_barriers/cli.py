@@ -19,8 +19,7 @@ from find_barriers.sarif import sarif
 
 FORMATS = ("text", "json", "github", "sarif")
 PIPE_CLOSED = 141
-"""The exit status when the reader of the output went away (``| head``): 128 + SIGPIPE, what a
-shell reports for a process a closed pipe stops."""
+"""The exit status when the output's reader went away (``| head``): 128 + SIGPIPE, as shells say."""
 EPILOG = f"""exit status:
   0    no new blocked site
   1    new blocked sites: a Sharding call blocks a fold XLA's simplifier would make
@@ -86,20 +85,15 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "sarif":
         output = sarif(checked)
     else:  # a module without sites is listed when named as a file, or when asked
-        shown = {
-            item.module.path
-            for item in checked
-            if item.sites or args.all_modules or item.module.path in args.paths
-        }
-        output = report.text(checked, shown, quiet=args.quiet)
+        listed = (item.module.path for item in checked if item.sites or args.all_modules)
+        output = report.text(checked, {*listed, *args.paths}, quiet=args.quiet)
     if output:
         print(output)
     return status
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    """``find-barriers``: exit 0, 1 or 2 as ``--help`` says, never with a traceback unless
-    ``--debug`` asks."""
+    """``find-barriers``: exit 0, 1 or 2 as ``--help`` says; a traceback only with ``--debug``."""
     args = parser().parse_args(argv)
     try:
         status = run(args)

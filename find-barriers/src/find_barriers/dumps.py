@@ -1,7 +1,6 @@
 """XLA's dumps: what ``find-barriers`` reads (HLO text files, or every ``before_optimizations``
 module of a dump directory), each checked to be the module JAX hands XLA; a ValueError names what
-to pass instead of a later dump, StableHLO, a proto or a file cut off.
-"""
+to pass instead of a later dump, StableHLO, a proto or a file cut off."""
 
 from __future__ import annotations
 
@@ -87,12 +86,11 @@ def _text(path: str) -> str:
 
 def _program(path: str, text: str) -> Program:
     """HLO text read as a module; a ValueError where it is not the module JAX hands XLA."""
-    file = Path(path)
     if _MLIR.search(text, 0, 100_000):
         raise ValueError(f"{path}: StableHLO/MLIR text, not HLO; {HOW_TO_GET_HLO}")
     if _SCHEDULED.search(text, 0, 100_000):
         raise ValueError(
-            f"{path}: a compiled (scheduled) module, after XLA's passes; pass {_before(file)}"
+            f"{path}: a compiled (scheduled) module, after XLA's passes; pass {_before(Path(path))}"
         )
     try:
         program = read_hlo(text)

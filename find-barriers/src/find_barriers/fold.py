@@ -9,12 +9,12 @@ turns ``supports_non_canonical_dots`` off, [cpu_compiler.cc][options]):
   dimensions and at least one contracting dimension;
 - the transpose swaps the last two dimensions and keeps the rest in place.
 
-XLA:CPU runs ``DotDecomposer`` before it ([pipeline][cpu]), which makes batch dimensions lead
-and merges the contracting dimensions into one, of size 1 where there were none
-([``DotDecomposer::Run``][decomposer]); a dot with more than one non-contracting dimension per
-side it reshapes, so a reshape then stands between. So only the count of non-contracting
-dimensions decides. :func:`no_fold` asks these conditions of a site as if the ``Sharding`` calls between
-were gone, and says which one fails.
+XLA:CPU runs ``DotDecomposer`` before it ([pipeline][cpu]), which makes batch dimensions lead and
+merges the contracting dimensions into one, of size 1 where there were none
+([``DotDecomposer::Run``][decomposer]); a dot with more than one non-contracting dimension per side
+it reshapes, so a reshape then stands between. So only the count of non-contracting dimensions
+decides. :func:`no_fold` asks these conditions of a site as if the ``Sharding`` calls between were
+gone, and says which one fails.
 
 [algsimp]: https://github.com/openxla/xla/blob/11c07836fbe9b0f746484d008242ddaee7e9005b/xla/hlo/transforms/simplifiers/algebraic_simplifier.cc#L8824-L8881
 [options]: https://github.com/openxla/xla/blob/11c07836fbe9b0f746484d008242ddaee7e9005b/xla/service/cpu/cpu_compiler.cc#L683-L690
@@ -28,12 +28,6 @@ from collections.abc import Sequence
 
 from find_barriers.program import Instruction, Program, attribute_dims, is_sharding_call
 from find_barriers.shapes import array_shapes
-
-SOURCE = (
-    "https://github.com/openxla/xla/blob/11c07836fbe9b0f746484d008242ddaee7e9005b/"
-    "xla/hlo/transforms/simplifiers/algebraic_simplifier.cc#L8824-L8881"
-)
-"""Where the conditions are read: ``HandleTranspose``'s ``do_transpose_of_dot``."""
 
 _REMOVED = {"copy", "bitcast", "get-tuple-element", "tuple"}
 """Ops between that change nothing XLA's simplifier looks at (a copy before layout assignment,
@@ -65,9 +59,7 @@ def no_fold(
         shown = ",".join(map(str, order))
         return f"the transpose moves more than the last two dimensions ({{{shown}}})"
     for value in (dot, *chain):  # with the calls gone, the dot's users are all of these
-        if (
-            value.opcode not in ("get-tuple-element", "tuple")
-            and len(program.users(value.name)) > 1
-        ):
-            return f"the {value.opcode} has {len(program.users(value.name))} users"
+        forwards = value.opcode in ("get-tuple-element", "tuple")
+        if not forwards and (users := len(program.users(value.name))) > 1:
+            return f"the {value.opcode} has {users} users"
     return None

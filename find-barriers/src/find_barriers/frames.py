@@ -18,14 +18,12 @@ LIBRARIES = re.compile(
     r"|(?:^|/)maxtext/integration/tunix/tunix_adapter\.py$"
 )
 """Files that are not the user's: JAX, Flax, optax, Orbax and chex wherever installed; and
-MaxText's tunix adapter, which, once imported, wraps ``jax.lax.with_sharding_constraint`` for the
-whole process (``maxtext/integration/tunix/tunix_adapter.py``, MaxText 0.2.5)."""
+MaxText 0.2.5's tunix adapter, which wraps ``jax.lax.with_sharding_constraint`` once imported."""
 
 
 def readable(frame: Frame | None) -> str | None:
-    """A frame as ``file:line`` where a reader finds it: from its package where installed, else
-    from the root of the project the working directory is in (its nearest folder with
-    ``pyproject.toml`` or ``.git``), else whole.
+    """A frame as ``file:line`` where a reader finds it: from its package where installed, else from
+    the root of the project the working directory is in (:func:`project_root`), else whole.
 
     >>> readable(Frame("/venv/lib/python3.12/site-packages/flax/nnx/nn/linear.py", 422))
     'flax/nnx/nn/linear.py:422'
@@ -53,8 +51,7 @@ def project_root(directory: str) -> str:
 
 def user_frames(stack: Sequence[Frame]) -> tuple[Frame, ...]:
     """The frames of ``stack`` (innermost first) outside :data:`LIBRARIES`, each once, where it
-    first appears: under nested transformations (a scan in a gradient in a scan) JAX's stacks
-    repeat the frames of each trace.
+    first appears: JAX's stacks repeat each trace's frames under nested transformations.
 
     >>> flax = Frame("/v/site-packages/flax/nnx/nn/linear.py", 422, "Linear.__call__")
     >>> model, step = Frame("/home/me/model.py", 58, "Model.__call__"), Frame("/home/me/t.py", 9)
@@ -75,11 +72,10 @@ def layer_lines(
 ) -> list[tuple[Frame | None, Frame | None]]:
     """For each user stack, the line to show and the shared helper it went through (or None).
 
-    A frame that user stacks with different outer frames begin with (among ``stacks`` and the
-    module's other stacks, ``context``) is a helper several layers call: an FSDP
-    ``dot_general``, a ``constrain()``. The line shown is then the first frame outward where this
-    stack parts from every such other, ``via`` the helper; else the innermost user frame. A stack
-    that is all of another's first frames (JAX cuts some short) does not part from it.
+    A frame that stacks with other outer frames begin with (in ``stacks`` or the module's other
+    stacks, ``context``) is a helper several layers call, as an FSDP ``dot_general``: the line
+    shown is then the first frame outward where this stack parts from every other (a stack JAX
+    cut short parts from none), ``via`` the helper; else the innermost user frame.
 
     >>> helper, a, b = Frame("m.py", 38), Frame("m.py", 54), Frame("m.py", 60)
     >>> [(str(line), str(via)) for line, via in layer_lines([(helper, a), (helper, b), (a,)])]
@@ -92,30 +88,23 @@ def layer_lines(
     found: list[tuple[Frame | None, Frame | None]] = []
     for stack in stacks:
         others = by_innermost[stack[0]] - {stack} if stack else set()
-        parting = [
-            n for other in others if (n := _common(stack, other)) < min(len(stack), len(other))
-        ]
-        shared = max(parting, default=0)
-        if not stack or not parting:
-            found.append((stack[0] if stack else None, None))
+        parting = [n for other in others if (n := _parting(stack, other)) is not None]
+        if parting:
+            found.append((stack[max(parting)], stack[0]))
         else:
-            found.append((stack[shared], stack[0]))
+            found.append((stack[0] if stack else None, None))
     return found
 
 
-def _common(one: tuple[Frame, ...], other: tuple[Frame, ...]) -> int:
-    """How many frames two stacks share from the innermost out."""
-    return next(
-        (i for i, (a, b) in enumerate(zip(one, other, strict=False)) if a != b),
-        min(len(one), len(other)),
-    )
+def _parting(one: tuple[Frame, ...], other: tuple[Frame, ...]) -> int | None:
+    """How many frames two stacks share from the innermost out; None where one begins the other."""
+    return next((i for i, (a, b) in enumerate(zip(one, other, strict=False)) if a != b), None)
 
 
 def placed_by(program: Program, calls: Sequence[Instruction]) -> tuple[str | None, Frame | None]:
     """What put the ``Sharding`` calls ``calls`` there: ``"constraint"``, the user's own
-    ``with_sharding_constraint`` (its ``op_name`` says so), with that call's line (as
-    :func:`layer_lines` picks it), else ``"explicit"``, a result typed by an explicit mesh;
-    ``(None, None)`` for no call."""
+    ``with_sharding_constraint``, with its line (as :func:`layer_lines` picks it), else
+    ``"explicit"``, a result typed by an explicit mesh; ``(None, None)`` for no call."""
     for call in calls:
         if "sharding_constraint" in (program.op_name(call) or ""):
             stack = user_frames(program.stack(call))

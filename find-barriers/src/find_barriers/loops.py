@@ -21,7 +21,7 @@ def loop_parts(loop: Instruction) -> dict[str, str]:
 def trip_count(loop: Instruction, program: Program) -> int | None:
     """How many times a ``while`` runs its body: the ``known_trip_count`` XLA writes into its
     ``backend_config``, else, as before optimisation, read from the loop: a counter that starts at
-    a constant, is compared with a constant and grows by one each step. None when neither says."""
+    a constant, is compared with a constant and grows by a constant. None when neither says."""
     if known := _KNOWN_TRIPS.search(loop.attributes):
         return int(known[1])
     parts = loop_parts(loop)
@@ -38,13 +38,13 @@ def trip_count(loop: Instruction, program: Program) -> int | None:
     if _constant(counter) is not None:  # ``bound > counter`` is ``counter < bound``
         counter, bound = bound, counter
         direction = {"GT": "LT", "GE": "LE"}.get(direction, direction)
-    index = _counter_index(counter, by_name)
+    index = state_element(counter, by_name)
     if index is None or index >= min(len(state.operands), len(step.operands)):
         return None
     start = _constant(behind(state.operands[index], by_name))
     grow = behind(step.operands[index], by_name)
     terms = [behind(name, by_name) for name in grow.operands] if grow else []
-    reads_counter = any(_counter_index(term, by_name) == index for term in terms)
+    reads_counter = any(state_element(term, by_name) == index for term in terms)
     stride = next((s for term in terms if (s := _constant(term)) is not None), 0)
     limit = _constant(bound)
     if grow is None or grow.opcode != "add" or not reads_counter or start is None or limit is None:
@@ -64,7 +64,7 @@ def _constant(inst: Instruction | None) -> int | None:
     return int(inst.operands[0]) if re.fullmatch(r"-?\d+", inst.operands[0]) else None
 
 
-def _counter_index(inst: Instruction | None, by_name: Mapping[str, Instruction]) -> int | None:
+def state_element(inst: Instruction | None, by_name: Mapping[str, Instruction]) -> int | None:
     """Which element of a loop's state ``inst`` is, if it reads one from the loop's parameter."""
     if inst is None or inst.opcode != "get-tuple-element":
         return None
@@ -78,8 +78,8 @@ def run_counts(program: Program, unknown: int) -> Callable[[str], int]: ...
 def run_counts(program: Program, unknown: None = None) -> Callable[[str], int | None]: ...
 def run_counts(program: Program, unknown: int | None = None) -> Callable[[str], int | None]:
     """How many times a computation runs per execution of the entry (once for the entry, or with no
-    caller): summed over its callers, the caller's count times the loop's :func:`trip_count` where
-    a loop calls it (one more for its condition; ``unknown`` where unknown, None then propagating)."""
+    caller): summed over its callers, the caller's count times the loop's :func:`trip_count` where a
+    loop calls it (one more for its condition; ``unknown`` where unknown, None then propagating)."""
 
     @functools.cache
     def count(comp: str) -> int | None:

@@ -14,8 +14,7 @@ def outputs_reached(program: Program, names: list[str]) -> dict[str, int | None]
     """For each named instruction, the element of the entry's result its value reaches, else None:
     a weight gradient reaches its parameter's output, an activation gradient none."""
     flow = _Flow(program)
-    outputs = {name: flow.reach(name) for name in names}
-    return {name: min(found) if found else None for name, found in outputs.items()}
+    return {name: min(flow.reach(name), default=None) for name in names}
 
 
 class _Flow:
@@ -74,11 +73,8 @@ class _Flow:
             while pending:  # within the callee only
                 value = pending.pop()
                 name = value[0] if isinstance(value, tuple) else value  # an int is an output
-                if (
-                    value not in seen
-                    and isinstance(name, str)
-                    and self.program.owner[name] == callee
-                ):
+                inside = isinstance(name, str) and self.program.owner[name] == callee
+                if inside and value not in seen:
                     pending += self.onward(value)
                 seen.add(value)
             self.through[call.name, index] = self.program.roots.get(callee) in seen

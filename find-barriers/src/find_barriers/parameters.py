@@ -4,9 +4,8 @@ module tells: followed through calls, loops (stacked layers, gradient accumulati
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
 
-from find_barriers.loops import loop_parts
+from find_barriers.loops import loop_parts, state_element
 from find_barriers.program import Instruction, Program, behind, callees, passes_on, tuple_index
 from find_barriers.shapes import array_shapes, has_dims
 
@@ -28,13 +27,6 @@ def role(op_name: str | None, parameter: str | None, output: int | str | None) -
     return "unknown" if op_name is None else "activation gradient"
 
 
-class Origin(NamedTuple):
-    """What made a value (None: the module does not say), and whether it was sliced on the way."""
-
-    inst: Instruction | None
-    sliced: bool
-
-
 class Parameters:
     """Which parameter each weight-gradient dot differentiates: the dot that reads the same
     activation in the forward pass and, as its other operand, an entry parameter with the
@@ -46,13 +38,10 @@ class Parameters:
         self.origin = functools.cache(self._origin)  # each worked out once, kept with this
         self.readers = functools.cache(self._readers)  # instance (not the class: no leak)
 
-    def _origin(self, name: str) -> Origin:
-        """What made value ``name``, and whether a slice of it was taken on the way (a stacked
-        layer's weight, read one layer at a time). Skipped: ops that pass a value on unchanged, an
-        argument of a called computation (to the caller's operand), a loop's state that the loop
-        passes on unchanged (to the value the loop starts from), a tuple's element (to the value
-        put there), a dynamic slice (to the array it slices), and a transpose of a stack so
-        sliced (MaxText's scanned layers keep the layer axis second)."""
+    def _origin(self, name: str) -> tuple[Instruction | None, bool]:
+        """What made value ``name`` (None: the module does not say), and whether it was sliced on
+        the way (a stacked layer's weight, read one layer at a time): followed through calls,
+        loops, tuples, slices and ops that pass a value on."""
         program, sliced, seen = self.program, False, set()
         inst = program.by_name.get(name)
         while inst is not None and inst.name not in seen:
@@ -70,9 +59,9 @@ class Parameters:
             else:
                 following = None
             if following is None:
-                return Origin(inst, sliced)
+                return inst, sliced
             inst = program.by_name.get(following)
-        return Origin(None, sliced)
+        return None, sliced
 
     def _argument(self, parameter: Instruction) -> str | None:
         """The caller's operand behind a called computation's ``parameter``, where one ``call``
@@ -113,23 +102,16 @@ class Parameters:
 
     def _is_state(self, inst: Instruction | None, body: str, index: int) -> bool:
         """Whether ``inst`` is element ``index`` of loop body ``body``'s own state."""
-        return (
-            inst is not None
-            and inst.opcode == "get-tuple-element"
-            and tuple_index(inst) == index
-            and self.program.by_name.get(inst.operands[0], inst).opcode == "parameter"
-            and self.program.owner.get(inst.name) == body
-        )
+        element = state_element(inst, self.program.by_name)
+        return inst is not None and element == index and self.program.owner.get(inst.name) == body
 
     def _stacked(self, update: Instruction, body: str, index: int) -> str | None:
         """The value ``update`` writes into element ``index`` of its loop's state, where it is a
         dynamic update of that element (or a call of one, as ``dynamic_update_index_in_dim``)."""
-        if update.opcode == "dynamic-update-slice" or (
-            update.opcode == "call" and self._updates(update)
-        ):
-            stack, value = update.operands[:2]
-        else:
+        writes = update.opcode == "dynamic-update-slice"
+        if not (writes or (update.opcode == "call" and self._updates(update))):
             return None
+        stack, value = update.operands[:2]
         return value if self._is_state(behind(stack, self.program.by_name), body, index) else None
 
     def _updates(self, call: Instruction) -> bool:
@@ -143,8 +125,7 @@ class Parameters:
         return (stack and stack.name, value and value.name) == arguments
 
     def _loop(self, inst: Instruction) -> Instruction | None:
-        """The ``while`` whose result ``inst`` is, or whose body or condition takes ``inst`` as
-        its state."""
+        """The ``while`` whose result ``inst`` is, or whose body or condition takes it as state."""
         if inst.opcode == "while":
             return inst
         if inst.opcode != "parameter":
@@ -166,8 +147,7 @@ class Parameters:
         return sliced is not None and sliced.name == self.program.parameter(callee, 0)
 
     def _readers(self, value: Instruction) -> list[tuple[Instruction, int]]:
-        """The dots that read ``value`` through ops that pass it on unchanged or into a called
-        computation, each with the operand it reads it as."""
+        """The dots that read ``value``, via pass-on ops and calls, each with its operand index."""
         program, found, pending, seen = self.program, [], [value.name], {value.name}
         while pending:
             for user, index in program.users(pending.pop()):
@@ -188,7 +168,7 @@ class Parameters:
         if tuple(sorted(sizes)) not in self._input_sizes:
             return None  # no input of the step has them: an activation's gradient, at once
         for operand in dot.operands[:2]:
-            activation = self.origin(operand).inst
+            activation, _ = self.origin(operand)
             for forward, index in self.readers(activation) if activation else []:
                 if forward is dot:
                     continue
@@ -199,8 +179,7 @@ class Parameters:
 
     @functools.cached_property
     def _input_sizes(self) -> set[tuple[int, ...]]:
-        """The sizes, sorted, of each input of the step, and of each with one dimension left
-        out (a stack of layers' weights)."""
+        """Each step input's sizes, sorted, whole and with any one dimension left out (a stack)."""
         found: set[tuple[int, ...]] = set()
         program, index = self.program, 0
         while (name := program.parameter(program.entry, index)) is not None:
@@ -211,8 +190,7 @@ class Parameters:
         return found
 
     def _is_weight(self, inst: Instruction, sizes: tuple[int, ...], stacked: bool) -> bool:
-        """Whether ``inst`` is one of the step's inputs of sizes ``sizes``, or, read one slice at a
-        time (``stacked``), a stack of such arrays."""
+        """Whether ``inst`` is a step input of ``sizes`` (or, if ``stacked``, a stack of them)."""
         return (
             self.program.owner.get(inst.name) == self.program.entry
             and inst.opcode == "parameter"

@@ -1,6 +1,5 @@
 """HLO text read as :class:`Instruction` records, and :class:`Program`, what every reader of a
-module's records asks of it; :func:`read_hlo` makes one from HLO text.
-"""
+module's records asks of it; :func:`read_hlo` makes one from HLO text."""
 
 from __future__ import annotations
 
@@ -11,10 +10,24 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple, Protocol
 
 _HEADER = re.compile(r"^\s*(?P<root>ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?=[(a-z])")
+_PLAIN = re.compile(
+    r"\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*([a-z]\w*\[[\d,]*\](?:\{[^}\s]*\})?) ([\w\-]+)"
+    r"\(([^()\[\]{}]*)\)(.*)"
+)
+"""An instruction of one array result and bare-name operands, parsed by this one match."""
 _COMMENT = re.compile(r"/\*.*?\*/")  # XLA numbers long operand lists: /*index=5*/%name
+_FLAT_GROUP = re.compile(r"\(([^()\[\]{}]*)\)")  # a group with no brackets inside
 _COMPUTATION = re.compile(r"^\s*(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(?:\(.*)?\{\s*$")
-"""A computation's header: ``%name (params) -> shape {``, or ``name {`` as metadata printing writes it."""
+"""A computation's header: ``%name (params) -> shape {``, or ``name {`` (as metadata prints it)."""
+_MODULE = re.compile(r"\s*HloModule\s+([\w.\-]+)")
+_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")  # debug_info's tables
 
+_CALLEE = re.compile(r"\b(?:condition|body|to_apply|calls|true_computation|false_computation)=%?([\w.\-]+)")  # fmt: skip
+_BRANCHES = re.compile(r"\bbranch_computations=\{([^}]*)\}")
+_OP_NAME = re.compile(r'\bop_name="((?:[^"\\]|\\.)*)"')
+_FRAME = re.compile(r"\bstack_frame_id=(\d+)")
+_SOURCE = re.compile(r'\bsource_file="((?:[^"\\]|\\.)*)" source_line=(\d+)')
+"""Metadata a site reports: the op's name, and its source as a stack frame or as a file and line."""
 
 SAME_VALUE = frozenset({"bitcast", "copy", "reshape", "convert"})
 """Opcodes whose result holds its operand's values, in another shape, layout or type: what the
@@ -33,9 +46,6 @@ class Instruction(NamedTuple):
     root: bool = False
 
 
-_FLAT_GROUP = re.compile(r"\(([^()\[\]{}]*)\)")
-
-
 def _group(text: str) -> tuple[list[str], int]:
     """The top-level comma-separated parts of the bracketed group ``text`` opens, and its end."""
     if simple := _FLAT_GROUP.match(text):  # no nested brackets: one regex instead of a loop
@@ -51,13 +61,6 @@ def _group(text: str) -> tuple[list[str], int]:
     raise ValueError(f"Unbalanced brackets in HLO line: {text[:80]!r}")
 
 
-_PLAIN = re.compile(
-    r"\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*([a-z]\w*\[[\d,]*\](?:\{[^}\s]*\})?) ([\w\-]+)"
-    r"\(([^()\[\]{}]*)\)(.*)"
-)
-"""An instruction whose result is one array and whose operands are bare names: parsed by one match."""
-
-
 def parse_instruction(line: str) -> Instruction | None:
     """Parse one line of HLO text; ``None`` for lines that are not instructions.
 
@@ -67,39 +70,28 @@ def parse_instruction(line: str) -> Instruction | None:
     ('a', 'b')
     """
     if plain := _PLAIN.match(line):  # most lines: one array result, operands without brackets
-        root, name, shape, opcode, operands, attributes = plain.groups()
-        if "/*" in operands:
-            operands = _COMMENT.sub("", operands)
-        names = tuple(
-            words[-1].lstrip("%") for part in operands.split(",") if (words := part.split())
-        )
-        return Instruction(name, shape, opcode, names, attributes, root is not None)
-    header = _HEADER.match(line)
-    if header is None:
+        root, name, shape, opcode, listed, attributes = plain.groups()
+        parts = listed.split(",")
+    elif header := _HEADER.match(line):
+        root, name, rest = header["root"], header["name"], line[header.end() :]
+        end = _group(rest)[1] + 1 if rest.startswith("(") else rest.find(" ")
+        shape, rest = rest[:end], rest[end:].lstrip()
+        opcode = rest.partition("(")[0]
+        if end < 0 or opcode == rest:
+            return None
+        parts, close = _group(rest[len(opcode) :])
+        attributes = rest[len(opcode) + close + 1 :]
+    else:
         return None
-    rest = line[header.end() :]
-    end = _group(rest)[1] + 1 if rest.startswith("(") else rest.find(" ")
-    shape, rest = rest[:end], rest[end:].lstrip()
-    opcode = rest.partition("(")[0]
-    if end < 0 or opcode == rest:
-        return None
-    parts, close = _group(rest[len(opcode) :])
-    if "/*" in rest:
+    if "/*" in line:
         parts = [_COMMENT.sub("", part) for part in parts]
     operands = tuple(words[-1].lstrip("%") for part in parts if (words := part.split()))
-    attributes = rest[len(opcode) + close + 1 :]
-    return Instruction(header["name"], shape, opcode, operands, attributes, bool(header["root"]))
+    return Instruction(name, shape, opcode, operands, attributes, root is not None)
 
 
 def instructions(hlo_text: str) -> list[Instruction]:
     """Every instruction in an HLO module, in text order, fused computations included."""
     return [inst for line in hlo_text.splitlines() if (inst := parse_instruction(line))]
-
-
-_OP_NAME = re.compile(r'\bop_name="((?:[^"\\]|\\.)*)"')
-_FRAME = re.compile(r"\bstack_frame_id=(\d+)")
-_SOURCE = re.compile(r'\bsource_file="((?:[^"\\]|\\.)*)" source_line=(\d+)')
-"""Metadata a site reports: the op's name, and its source as a stack frame or as a file and line."""
 
 
 class Frame(NamedTuple):
@@ -119,8 +111,7 @@ Value = str | tuple[str, int]
 
 class Program(Protocol):
     """What the readers of a module's records ask of it (the site finder, the fold rule, the
-    provenance): :class:`HloProgram` answers from HLO text, and
-    a reader of a lowered program's StableHLO, from its MLIR, on demand."""
+    provenance): :class:`HloProgram` answers from HLO text, a StableHLO reader from its MLIR."""
 
     entry: str
     name: str
@@ -159,9 +150,8 @@ class Program(Protocol):
 
 @dataclasses.dataclass
 class HloProgram(Program):
-    """A :class:`Program` read from HLO text (the methods it shares with it are documented there):
-    each computation's instructions in order, the entry's name, and each stack frame id's
-    ``file:line`` chain, innermost first (``debug_info``'s tables; empty without them)."""
+    """A :class:`Program` read from HLO text: each computation's instructions in order, the entry's
+    name, and each stack frame id's frames, innermost first (empty without ``debug_info``)."""
 
     computations: dict[str, list[Instruction]]
     entry: str
@@ -184,12 +174,8 @@ class HloProgram(Program):
         return {self.owner[inst.name]: inst.name for inst in self.by_name.values() if inst.root}
 
     def transposes(self) -> list[tuple[str, Instruction]]:
-        return [
-            (comp, inst)
-            for comp, insts in self.computations.items()
-            for inst in insts
-            if inst.opcode == "transpose"
-        ]
+        every = ((comp, inst) for comp, insts in self.computations.items() for inst in insts)
+        return [(comp, inst) for comp, inst in every if inst.opcode == "transpose"]
 
     def callers_of(self, computation: str) -> list[tuple[str, Instruction]]:
         return self._callers.get(computation, [])
@@ -210,10 +196,9 @@ class HloProgram(Program):
     def _users(self) -> dict[Value, list[tuple[Instruction, int]]]:
         found: dict[Value, list[tuple[Instruction, int]]] = {}
         for inst in self.by_name.values():
+            element = inst.opcode == "get-tuple-element"  # it reads (tuple, index)
             for index, operand in enumerate(inst.operands):
-                value = (
-                    (operand, tuple_index(inst)) if inst.opcode == "get-tuple-element" else operand
-                )
+                value = (operand, tuple_index(inst)) if element else operand
                 found.setdefault(value, []).append((inst, index))
         return found
 
@@ -245,22 +230,14 @@ class HloProgram(Program):
         }
 
 
-_CALLEE = re.compile(r"\b(?:condition|body|to_apply|calls|true_computation|false_computation)=%?([\w.\-]+)")  # fmt: skip
-_BRANCHES = re.compile(r"\bbranch_computations=\{([^}]*)\}")
-
-
 def callees(inst: Instruction) -> list[str]:
-    """The computations ``inst`` calls, in the order its attributes name them (metadata left out)."""
+    """The computations ``inst`` calls, in the order its attributes (not metadata) name them."""
     if "=" not in inst.attributes:
         return []
     own = inst.attributes.partition(", metadata=")[0]
     branches = _BRANCHES.search(own)
     listed = [name.strip(" %") for name in branches[1].split(",")] if branches else []
     return [*listed, *_CALLEE.findall(own)]
-
-
-_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
-_MODULE = re.compile(r"\s*HloModule\s+([\w.\-]+)")
 
 
 def read_hlo(hlo_text: str) -> HloProgram:
@@ -306,13 +283,10 @@ def _add_element_reads(computations: dict[str, list[Instruction]]) -> None:
             for operand in inst.operands:
                 if "#" in operand and operand not in shapes:
                     reads.setdefault(operand.rpartition("#")[0], set()).add(operand)
-        if not reads:
-            continue
         found = []
         for inst in insts:
-            found.append(inst)
-            for read in sorted(reads.pop(inst.name, ()), key=lambda name: (len(name), name)):
-                found.append(_element_read(read, inst))
+            ordered = sorted(reads.pop(inst.name, ()), key=lambda name: (len(name), name))
+            found += [inst, *(_element_read(read, inst) for read in ordered)]
         if reads:
             missing = min(name for names in reads.values() for name in names)
             raise ValueError(
@@ -372,8 +346,7 @@ def passes_on(inst: Instruction) -> bool:
 
 
 def behind(name: str, by_name: Mapping[str, Instruction]) -> Instruction | None:
-    """The instruction that makes value ``name``, once ops that pass it on (:func:`passes_on`)
-    are skipped; None where the module does not hold it."""
+    """What makes value ``name``, past ops that pass it on (:func:`passes_on`); None if not held."""
     inst = by_name.get(name)
     while inst is not None and inst.operands and passes_on(inst):
         inst = by_name.get(inst.operands[0])

@@ -1,6 +1,5 @@
 """``find-barriers``'s output: each module's sites with the user's line, the rule and the fix, as
-text or as JSON (:data:`SCHEMA`, described by ``find_barriers.schema.json`` beside this file).
-"""
+text or as JSON (:data:`SCHEMA`, described by ``find_barriers.schema.json`` beside this file)."""
 
 from __future__ import annotations
 
@@ -42,21 +41,16 @@ def fix(site: TransposeSite) -> str | None:
     return None if rule is None else f"{rule.fix}. See {rule.url}"
 
 
-def listed(checked: Checked) -> list[tuple[TransposeSite, str | None]]:
-    """A module's sites as the text lists them: blocked ones first, most bytes at stake per step
-    first (unknown trip counts last), then the rest in their order."""
-
-    def order(pair: tuple[TransposeSite, str | None]) -> tuple:
-        site = pair[0]
-        return (not site.blocked, site.bytes_per_step is None, -(site.bytes_per_step or 0))
-
-    return sorted(checked, key=order)
+def _listing_order(pair: tuple[TransposeSite, str | None]) -> tuple:
+    """The text lists blocked sites first, most bytes at stake per step first (unknown trip counts
+    last), then the rest in their order."""
+    site = pair[0]
+    return (not site.blocked, site.bytes_per_step is None, -(site.bytes_per_step or 0))
 
 
 def site_lines(site: TransposeSite, status: str | None) -> list[str]:
-    """One site: its verdict (``accepted`` or ``ignored`` for such a blocked site), rule, user's
-    line, what it computes, the chain and how often it runs; then, if blocked, the bytes at stake,
-    what put the call there and the fix; if kept, why."""
+    """A site's lines: its one line (labelled by its status if accepted or ignored); then, if
+    blocked, the bytes at stake, what put the call there and the fix; if kept, why."""
     rule = rule_of(site)
     label = status if status in (ACCEPTED, IGNORED) else site.verdict
     lines = [f"  {rule.code if rule else '':5} {site.one_line(label)}"]
@@ -94,23 +88,20 @@ def text(checked: Sequence[Checked], shown: set[str], quiet: bool = False) -> st
         )
     lines = []
     for item in checked:
-        if item.module.same_as:
-            lines.append(
-                f"{item.module.path}: the same module as {item.module.same_as}, not counted again"
-            )
-        elif item.module.path in shown:
-            stake = (
-                f"; {size(item.bytes_at_stake)} at stake per step" if item.bytes_at_stake else ""
-            )
-            lines.append(f"{item.module.path}: {summary(item.sites)}{stake}")
-            lines += [line for site, status in listed(item) for line in site_lines(site, status)]
-    counted = [item for item in checked if not item.module.same_as]
+        path, same_as = item.module.path, item.module.same_as
+        if same_as:
+            lines.append(f"{path}: the same module as {same_as}, not counted again")
+        elif path in shown:
+            at_stake = item.bytes_at_stake
+            stake = f"; {size(at_stake)} at stake per step" if at_stake else ""
+            lines.append(f"{path}: {summary(item.sites)}{stake}")
+            listed = sorted(item, key=_listing_order)
+            lines += [line for site, status in listed for line in site_lines(site, status)]
     if len(checked) > 1:
-        every = [site for item in counted for site in item.sites]
-        total = sum(item.bytes_at_stake for item in counted)
-        lines.append(
-            f"total: {len(counted)} modules, {summary(every)}; {size(total)} at stake per step"
-        )
+        counted = [item for item in checked if not item.module.same_as]
+        every = summary([site for item in counted for site in item.sites])
+        total = size(sum(item.bytes_at_stake for item in counted))
+        lines.append(f"total: {len(counted)} modules, {every}; {total} at stake per step")
     return "\n".join(lines)
 
 
@@ -155,18 +146,12 @@ def as_json(checked: Sequence[Checked], exit_status: int) -> str:
         "new_blocked": sum(len(item.findings) for item in counted),
         "bytes_at_stake": sum(item.bytes_at_stake for item in counted),
     }
-    document = {
-        "schema": SCHEMA,
-        "version": __version__,
-        "exit_status": exit_status,
-        "modules": modules,
-        "total": total,
-    }
-    return json.dumps(document, indent=2)
+    document = {"schema": SCHEMA, "version": __version__, "exit_status": exit_status}
+    return json.dumps(document | {"modules": modules, "total": total}, indent=2)
 
 
 def _escape(value: str, properties: bool = False) -> str:
-    """A workflow command's data (or, with ``properties``, a property) escaped as GitHub reads it."""
+    """A workflow command's data (with ``properties``, a property) escaped as GitHub reads it."""
     value = value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
     return value.replace(":", "%3A").replace(",", "%2C") if properties else value
 

@@ -8,8 +8,7 @@ import dataclasses
 from find_barriers.sites import TransposeSite
 
 DOCS_URL = "https://shard-perf-docs.readthedocs.io/en/latest/"
-"""Where the guides are published: every rule's help links into them. The one setting of the
-site's address here (the guides' Read the Docs address, ``.readthedocs.yaml``)."""
+"""The guides' Read the Docs address, set only here: every rule's help links into it."""
 
 
 @dataclasses.dataclass(frozen=True)

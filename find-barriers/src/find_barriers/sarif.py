@@ -20,8 +20,7 @@ from find_barriers.sites import TransposeSite
 SARIF_SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 )
-INFORMATION_URI = DOCS_URL + "guides/check_a_run.html"
-"""The page that introduces the check."""
+INFORMATION_URI = DOCS_URL + "guides/check_a_run.html"  # the page that introduces the check
 
 
 def fingerprint(module: Module, site: TransposeSite, seen: Counter) -> str:
@@ -37,7 +36,6 @@ def sarif(checked: Sequence[Checked]) -> str:
     """The log: the tool with its version and rules, then one result per blocked site (``error``
     when new; ``note``, suppressed, when the baseline accepts it)."""
     results, seen = [], Counter[str]()
-    codes = list(RULES)
     for item in checked:
         for site, status in item:
             rule = rule_of(site)
@@ -48,7 +46,7 @@ def sarif(checked: Sequence[Checked]) -> str:
             location |= {"region": {"startLine": line}} if line else {}
             result = {
                 "ruleId": rule.code,
-                "ruleIndex": codes.index(rule.code),
+                "ruleIndex": list(RULES).index(rule.code),
                 "level": "error" if status == NEW else "note",
                 "message": {"text": message(site)},
                 "locations": [{"physicalLocation": location}],
@@ -67,15 +65,6 @@ def sarif(checked: Sequence[Checked]) -> str:
         }
         for rule in RULES.values()
     ]
-    driver = {
-        "name": "find-barriers",
-        "version": __version__,
-        "informationUri": INFORMATION_URI,
-        "rules": rules,
-    }
-    log = {
-        "$schema": SARIF_SCHEMA,
-        "version": "2.1.0",
-        "runs": [{"tool": {"driver": driver}, "results": results}],
-    }
-    return json.dumps(log, indent=2)
+    driver = {"name": "find-barriers", "version": __version__, "informationUri": INFORMATION_URI}
+    run = {"tool": {"driver": driver | {"rules": rules}}, "results": results}
+    return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2)

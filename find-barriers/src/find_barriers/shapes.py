@@ -16,7 +16,6 @@ DTYPE_BYTES = {
 }  # fmt: skip
 """Bytes per element of the HLO element types the readers may meet."""
 
-
 ARRAY_SHAPE = re.compile(r"(?P<dtype>[a-z]\w*)\[(?P<dims>[\d,]*)\]")
 
 

@@ -1,6 +1,5 @@
-"""Transpose-of-dot sites: every transpose a dot feeds, what stands between, and whether XLA
-would fold it. One definition of a site, whichever reader made the :class:`~find_barriers.program.Program`.
-"""
+"""Transpose-of-dot sites: every transpose a dot feeds, what stands between, and whether XLA would
+fold it; one definition, whichever reader made the :class:`~find_barriers.program.Program`."""
 
 from __future__ import annotations
 
@@ -40,12 +39,11 @@ class TransposeSite:
         dot_shape: the dot's result shape, without layout.
         op_name: the dot's ``op_name``.
         output: the result element its value reaches (an index, or a name from the lowering);
-            looked for in the backward pass only (a forward value reaching the result names no
-            parameter).
+            looked for in the backward pass only (a forward value names no parameter).
         trips: how many times it runs per step (None: unknown).
         no_fold: why XLA's simplifier would keep the transpose anyway (None: it would fold it).
         stack: the dot's Python stack, innermost first.
-        user_line: the user's frame to show: the layer's own line (:func:`~find_barriers.frames.layer_lines`).
+        user_line: the layer's own line, as :func:`~find_barriers.frames.layer_lines` picks it.
         via: the shared helper the layer went through to make the dot, if any.
         parameter: the parameter whose gradient the dot makes, as the module names it.
         role: ``forward``, ``weight gradient``, ``activation gradient`` or ``unknown``.
@@ -73,8 +71,8 @@ class TransposeSite:
 
     @property
     def verdict(self) -> str:
-        """``blocked``: XLA would fold it but a ``Sharding`` call stands between; ``foldable``:
-        it folds; ``kept``: XLA keeps the transpose whatever stands between (``no_fold`` says why)."""
+        """``blocked``: XLA would fold it but a ``Sharding`` call stands between; ``foldable``: it
+        folds; ``kept``: XLA keeps the transpose whatever stands between (``no_fold`` says why)."""
         if self.no_fold is not None:
             return "kept"
         return "blocked" if "Sharding" in self.between else "foldable"
@@ -96,8 +94,7 @@ class TransposeSite:
 
     @property
     def bytes(self) -> int:
-        """The size of the tensor whose fold is at stake (the dot's result, before partitioning),
-        in bytes, each time the site runs."""
+        """The bytes of the dot's result, whose fold is at stake, before partitioning, per run."""
         return shape_bytes(self.dot_shape)
 
     @property
@@ -107,7 +104,7 @@ class TransposeSite:
 
     @property
     def chain(self) -> str:
-        """``dot f32[8,2] -> Sharding -> transpose f32[2,8]``, in data-flow order, without layouts."""
+        """``dot f32[8,2] -> Sharding -> transpose f32[2,8]``: in data-flow order, no layouts."""
         ends = [f"dot {self.dot_shape.split('{')[0]}", f"transpose {self.shape.split('{')[0]}"]
         return " -> ".join([ends[0], *reversed(self.between), ends[1]])
 
@@ -155,25 +152,22 @@ def value_source(
 
 
 def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[TransposeSite]:
-    """Every transpose fed, through pass-through ops only, by a dot, in ``_site_order``;
-    ``dims`` keeps those of that size set. XLA folds ``transpose(dot(a, b))`` into ``dot(b, a)``
-    only if nothing stands between."""
-    by_name = program.by_name
-    count = run_counts(program)
-    parameters = None  # made for the first site: most modules of a dump have none
+    """Every transpose a dot feeds through pass-through ops only, in ``_site_order``; ``dims``
+    keeps those of that size set."""
+    count, parameters = run_counts(program), Parameters(program)
     sites = []
     for comp, inst in program.transposes():
         if not has_dims(inst, dims):
             continue
-        chain, origin = value_source(inst, by_name)
+        chain, origin = value_source(inst, program.by_name)
         if origin is None or origin.opcode != "dot":
             continue
         between = tuple("Sharding" if is_sharding_call(op) else op.opcode for op in chain)
         shapes = inst.shape.split("{")[0], origin.shape.split("{")[0]
         placed = placed_by(program, [op for op in chain if is_sharding_call(op)])
-        parameters = parameters or Parameters(program)
         op_name = program.op_name(origin)
         forward = role(op_name, None, None) == "forward"  # no parameter to look for
+        sizes = array_shapes(inst.shape)[0][1]
         sites.append(
             TransposeSite(
                 *(inst.name, shapes[0], origin.name, between, shapes[1]),
@@ -181,9 +175,7 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
                 no_fold=fold.no_fold(program, inst, chain, origin),
                 trips=count(comp),
                 stack=program.stack(origin),
-                parameter=None
-                if forward
-                else parameters.of(origin, array_shapes(inst.shape)[0][1]),
+                parameter=None if forward else parameters.of(origin, sizes),
                 placed_by=placed[0],
                 placed_at=placed[1],
             )
