@@ -1,16 +1,10 @@
 """MaxText's own decoder on a simulated CPU mesh: its ``Sharding`` calls and transpose-of-dot sites.
 
-The model is MaxText's (the ``maxtext`` package, llama2-style decoder), built from
-its ``base.yml`` with a few overrides that make it small; the step is the gradient
-of a loss on its logits. Everything is read from the lowered and compiled programs
-with :func:`snippets.hlo.lowered.lowered_sites` and :mod:`snippets.hlo`.
-
-``python -m snippets maxtext_decoder [--json] [--emb E] [--vocab V] [--layers L] [--scan]
-[--mesh dp|dp_fsdp] [--causal] [--compiled]`` prints, per shard mode, the ``Sharding``
-calls and every transpose-of-dot site; ``--causal`` adds the one-device causal control
-(did the first ``algsimp`` fold each site? :func:`~snippets.measure.causal_control.site_fates`),
-``--compiled`` the relayouts each parameter's gradient passes through in the compiled module
-(:func:`~snippets.hlo.gradients.parameter_relayouts`).
+The model is MaxText's llama2-style decoder, built from its ``base.yml`` with overrides that make
+it small; the step is the gradient of a loss on its logits, read with :mod:`snippets.hlo`.
+``--causal`` adds whether the first ``algsimp`` folds each site on one device
+(:func:`~snippets.measure.causal_control.site_fates`), ``--compiled`` each parameter gradient's
+relayouts in the compiled module (:func:`~snippets.hlo.gradients.parameter_relayouts`).
 """
 
 from __future__ import annotations
@@ -52,11 +46,8 @@ def ici_parallelism(mesh: MeshName, devices: int) -> dict[str, int]:
     >>> ici_parallelism("dp_fsdp", 4), ici_parallelism("fsdp", 4), ici_parallelism("dp_fsdp", 1)
     ({'data': 2, 'fsdp': 2}, {'data': 1, 'fsdp': 4}, {'data': 1, 'fsdp': 1})
     """
-    if devices == 1:
-        return {"data": 1, "fsdp": 1}
-    return {"data": 1, "fsdp": 1} | dict(
-        zip(MESH_AXES[mesh], mesh_shape(mesh, devices), strict=True)
-    )
+    sizes = dict(zip(MESH_AXES[mesh], mesh_shape(mesh, devices), strict=True))
+    return {"data": 1, "fsdp": 1} | (sizes if devices > 1 else {})
 
 
 class DecoderConfig(Config):
@@ -92,14 +83,9 @@ class DecoderConfig(Config):
 
 
 def import_maxtext() -> Any:
-    """The ``maxtext`` package, or a SetupError that names the package missing for it to import.
-
-    Its import pulls in ``transformers``, whose logger warns that PyTorch is absent
-    (only its errors are shown), and ``tqdm.auto``, which warns inside Jupyter
-    without ``ipywidgets`` (that one warning is ignored). It also turns Flax's
-    ``flax_always_shard_variable`` off for the whole process; that is put back, and
-    :func:`lower_decoder` turns it off only while it builds MaxText's model.
-    """
+    """The ``maxtext`` package, or a SetupError naming the package it lacks; imported quietly
+    (``transformers``' PyTorch warning, ``tqdm``'s ``IProgress`` one), with Flax's
+    ``flax_always_shard_variable``, which it turns off, put back."""
     from flax import config as flax_config
 
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -120,13 +106,9 @@ def import_maxtext() -> Any:
 
 
 def maxtext_config(config: DecoderConfig, mode: str, devices: int = MESH_DEVICES) -> Any:
-    """MaxText's config object: ``base.yml`` with :meth:`DecoderConfig.overrides`.
-
-    Two settings go in as keywords: a ``base_output_directory`` (MaxText warns without
-    one; nothing is written there) and no ``jax_cache_dir`` (MaxText's default turns on
-    JAX's persistent compilation cache, which would skip the compiles read here). The
-    process's ``XLA_FLAGS`` are left as they were.
-    """
+    """MaxText's config object: ``base.yml`` with :meth:`DecoderConfig.overrides`, an output
+    directory (nothing is written there), no persistent compilation cache (it would skip the
+    compiles read here), and the process's ``XLA_FLAGS`` left as they were."""
     maxtext = import_maxtext()
     base = Path(maxtext.__file__).parent / "configs" / "base.yml"
     argv = ["maxtext_decoder", str(base), *" ".join(config.overrides(mode, devices)).split()]
@@ -150,14 +132,9 @@ class Decoder:
 
 
 def lower_decoder(config: DecoderConfig, mode: str, devices: int = MESH_DEVICES) -> Decoder:
-    """MaxText's model on ``devices`` devices and ``jax.jit`` of its gradient step, lowered.
-
-    As MaxText's trainer does, the model is made under the mesh and MaxText's
-    logical axis rules, and the tokens are sharded as its input pipeline shards
-    them. The model is abstract (shapes and shardings, no values:
-    ``create_nnx_abstract_model``, as MaxText's ahead-of-time compile does):
-    lowering needs nothing more.
-    """
+    """MaxText's model on ``devices`` devices and ``jax.jit`` of its gradient step, lowered: the
+    model made abstract under the mesh and logical axis rules, the tokens sharded, as MaxText's
+    trainer and its ahead-of-time compile do."""
     if mode not in SHARD_MODES:
         raise ValueError(f"Unknown shard mode {mode!r}; expected one of {tuple(SHARD_MODES)}.")
     maxtext = import_maxtext()
@@ -240,10 +217,8 @@ def grouped(sites: list[dict], *keys: str) -> list[dict]:
 
 
 def with_folds(sites: list[dict], control: list[dict]) -> list[dict]:
-    """``sites`` with the control's ``folded`` and ``after_algsimp``, matched by shapes and op name in order.
-
-    The one-device step has the same sites as the mesh's, in the same order.
-    """
+    """``sites`` with the control's ``folded`` and ``after_algsimp``, matched by shapes and op
+    name in order (the one-device step has the mesh's sites, in the same order)."""
     pending: dict[tuple, list[dict]] = {}
     for row in control:
         pending.setdefault((*row["shapes"], row["op_name"]), []).append(row)
@@ -318,18 +293,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Print the report for the configuration the flags describe."""
     parser = Parser(__doc__)
     defaults = DecoderConfig()
-    parser.add_argument("--emb", type=positive_int, default=defaults.emb)
-    parser.add_argument("--vocab", type=positive_int, default=defaults.vocab)
-    parser.add_argument("--layers", type=positive_int, default=defaults.layers)
+    for size in ("emb", "vocab", "layers"):
+        parser.add_argument(f"--{size}", type=positive_int, default=getattr(defaults, size))
     parser.add_argument("--scan", action="store_true", help="scan the layers (MaxText's default)")
     parser.add_argument("--mesh", choices=tuple(MESH_AXES), default=defaults.mesh)
     parser.add_argument("--causal", action="store_true", help="add the one-device causal control")
     parser.add_argument("--compiled", action="store_true", help="add each gradient's relayouts")
     args = parser.parse_args(argv)
     with reported(args.debug):
-        config = DecoderConfig(
-            emb=args.emb, vocab=args.vocab, layers=args.layers, scan=args.scan, mesh=args.mesh
-        )
+        config = DecoderConfig(**{name: getattr(args, name) for name in DecoderConfig.model_fields})
         setup_devices(MESH_DEVICES)
         report = decoder_report(config, causal=args.causal, compiled=args.compiled)
     if args.json:
