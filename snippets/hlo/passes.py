@@ -82,15 +82,10 @@ def pass_order(dump_files: dict[str, str]) -> PassOrder:
 
 
 def algsimp_fates(before: str, after: str) -> dict[str, dict]:
-    """What the first ``algsimp`` did to each transpose-of-dot site of ``before``, the module it
-    received (``after``: the one it returned), by transpose name.
-
-    ``folded``: the transpose is gone and what read it now reads a dot of the transposed shape
-    (``dot(b, a)`` in place of ``transpose(dot(a, b))``). Any other ``after_algsimp`` is not a
-    fold and says what happened: the transpose kept, with what still stands between, or kept
-    with its dot rewritten into another op (a dot without a contracting dimension becomes a
-    multiply), or replaced by something else.
-    """
+    """What the first ``algsimp`` did to each transpose-of-dot site of ``before`` (the module it
+    received; ``after``, the one it returned), by transpose name: ``folded`` when what read the
+    transpose reads a dot of the transposed shape instead, else ``after_algsimp`` says what
+    happened (kept, and what stands between; its dot rewritten into another op; replaced)."""
     new = {inst.name: inst for inst in instructions(after)}
     first_user: dict[str, tuple[str, int]] = {}
     for inst in instructions(before):
