@@ -85,13 +85,8 @@ def shard_map_check_vma(axis_type: AxisType) -> None:
     mesh = mesh_of(axis_type)
     with jax.set_mesh(mesh):
         x = jax.device_put(jnp.ones((8, 8)), P("x", None))
-        total = jax.shard_map(
-            lambda a: jax.lax.psum(a, "x"),
-            mesh=mesh,
-            in_specs=P("x"),
-            out_specs=P(),
-            check_vma=True,
-        )
+        psum = functools.partial(jax.lax.psum, axis_name="x")
+        total = jax.shard_map(psum, mesh=mesh, in_specs=P("x"), out_specs=P(), check_vma=True)
         jax.jit(total)(x).block_until_ready()
 
 
