@@ -168,18 +168,11 @@ def barrier_facts() -> BarrierFacts:
     from snippets.measure.barrier import barrier_report
 
     report = barrier_report(StepConfig())
-    runs = [
-        BarrierRun(
-            mode=run["mode"],
-            variant=run["variant"],
-            sharding_calls=run["sharding_calls"],
-            barrier_sites=run["barrier_sites"],
-            compiled_transposes=len(run["compiled_transposes"]),
-            relayout_copies=len(run["relayout_copies"]),
-            collectives=sorted({op["kind"] for op in run["collectives"]}),
-        )
-        for run in report["runs"]
-    ]
+    runs = []
+    for run in report["runs"]:
+        counted = {key: len(run[key]) for key in ("compiled_transposes", "relayout_copies")}
+        kinds = sorted({op["kind"] for op in run["collectives"]})
+        runs.append(_picked(BarrierRun, run | counted | {"collectives": kinds}))
     return BarrierFacts(
         backend=report["backend"],
         runs=runs,
