@@ -35,23 +35,17 @@ def module_file(name: str, root: Path) -> Path | None:
     """The file of module ``name`` (a package's ``__init__.py``) when the repository at ``root``
     holds it, found where Python would import it from, without importing it; else ``None``."""
     top, *rest = name.split(".")
-    origin = _origin(top)
-    if origin is None:
+    try:
+        spec = importlib.util.find_spec(top)  # nothing is imported
+    except (ImportError, ValueError):  # ValueError: a module without a spec, such as __main__
         return None
-    path = Path(origin)
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin)
     for part in rest:
         folder = path.parent / part
         path = folder / "__init__.py" if folder.is_dir() else folder.with_suffix(".py")
     return path.resolve() if path.is_file() and _in_repository(path, root) else None
-
-
-def _origin(top: str) -> str | None:
-    """Where Python would import the top-level module ``top`` from (nothing is imported)."""
-    try:
-        spec = importlib.util.find_spec(top)
-    except (ImportError, ValueError):  # ValueError: a module without a spec, such as __main__
-        return None
-    return None if spec is None else spec.origin
 
 
 def _in_repository(path: Path, root: Path) -> bool:
@@ -91,11 +85,9 @@ def _run_as_main(tree: ast.AST) -> dict[int, str]:
 
 
 def _named_files(tree: ast.AST, folders: Iterable[Path], root: Path) -> set[Path]:
-    """The repository's files that a string in ``tree`` names, relative to one of ``folders``.
-
-    A folder named stands for the files in it that are not Python modules: a module counts only
-    where it is imported (a CI job run on a copied checkout is keyed on what the code imports).
-    A ``python -m`` name is a module, not a path."""
+    """The repository's files that a string in ``tree`` names, relative to one of ``folders``: a
+    folder stands for its files that are not Python modules (a module counts where it is
+    imported), and a ``python -m`` name is a module, not a path."""
     modules = _run_as_main(tree)
     found = set()
     for node in ast.walk(tree):
@@ -208,7 +200,7 @@ def distributions(packages: frozenset[str]) -> list[tuple[str, str]]:
     pending = [name for package in packages for name in _provided().get(package, [])]
     found: dict[str, str] = {}
     while pending:
-        name = _normalised(pending.pop())
+        name = re.sub(r"[-_.]+", "-", pending.pop()).lower()  # as PEP 503 compares names
         if name not in found and (installed := _installed(name)) is not None:
             found[name], requirements = installed
             pending += requirements
@@ -232,8 +224,3 @@ def _installed(name: str) -> tuple[str, list[str]] | None:
 def _provided() -> Mapping[str, list[str]]:
     """The installed distributions by the top-level packages they provide (slow: read once)."""
     return importlib.metadata.packages_distributions()
-
-
-def _normalised(name: str) -> str:
-    """A distribution's name as the packaging standard compares them (PEP 503)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
