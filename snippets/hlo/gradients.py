@@ -89,10 +89,9 @@ def moves_data(inst: Instruction, operand: Instruction) -> bool:
 
 
 def parameter_relayouts(compiled: str, names: Sequence[str], devices: int) -> dict[str, list[dict]]:
-    """Per parameter (an output of the step of two or more dimensions, named in ``names``): the
-    relayouts between its weight-gradient dot (or a layer loop's result) and the compiled root
-    (:func:`kernel_relayouts`, sizes of the whole output and its shards on up to ``devices``
-    devices), each transpose or copy with :func:`moves_data`."""
+    """Per parameter (a step output of two or more dimensions, named in ``names``): the
+    :func:`kernel_relayouts` of its gradient, sized as it or a shard on up to ``devices`` devices,
+    each transpose or copy with :func:`moves_data`."""
     by_name = {inst.name: inst for inst in instructions(compiled)}
     if not (result := re.search(r"->\((.*)\)\}", compiled.splitlines()[0])):
         raise ValueError("the compiled module's layout names no tuple result")

@@ -42,9 +42,8 @@ def hlo_shape(mlir_type: str) -> str:
 
 def location_frames(location: Any) -> tuple[Frame, ...]:
     """The frames of a location, innermost first, walked through MLIR's location classes,
-    ``NameLoc(op_name, CallSiteLoc(callee, caller))`` with each callee
-    ``NameLoc(function, FileLineColLoc)`` (printing it and parsing the text costs six times as
-    much)."""
+    ``NameLoc(op_name, CallSiteLoc(callee, caller))`` with each callee ``NameLoc(function,
+    FileLineColLoc)`` (printing it and parsing the text costs six times as much)."""
     if type(location).__name__ == "NameLoc":  # the op_name
         location = location.child_loc
     frames, pending = [], [(location, "")]
@@ -72,8 +71,7 @@ def tupled(op: Any) -> bool:
 
 def terminator(block: Any) -> Any:
     """A block's last operation: its return."""
-    operations = block.operations
-    return operations[len(operations) - 1]
+    return block.operations[len(block.operations) - 1]
 
 
 def details(op: Any, opcode: str, operands: tuple, shape: Callable) -> tuple[str, tuple, str]:

@@ -1,9 +1,7 @@
-"""A lowered program's StableHLO module read as :mod:`snippets.hlo`'s records, on demand.
-
-Printing ``lowered.compiler_ir()`` as HLO text costs seconds on a large model; this walks it
-with the MLIR Python bindings and makes the records XLA's conversion to HLO would print only for
-the operations the site finder reaches (a few thousand of a llama2-7b step's tens of thousands).
-"""
+"""A lowered program's StableHLO module read as :mod:`snippets.hlo`'s records, on demand: walked
+with the MLIR Python bindings (its HLO text costs seconds to print on a large model), a record made
+only for each operation the site finder reaches (a few thousand of a llama2-7b step's tens of
+thousands)."""
 
 from __future__ import annotations
 
@@ -191,9 +189,7 @@ class StableHLOProgram:
         """The record that holds an MLIR value: its operation's, a tuple element, a parameter."""
         if isinstance(value, ir.OpResult):
             op = value.owner.operation
-            if not tupled(op):
-                return self._name(op)
-            return self._element(op, value.result_number)
+            return self._element(op, value.result_number) if tupled(op) else self._name(op)
         comp, number = self._block(value.owner), value.arg_number
         if not self.computations[comp].state:
             return self._register(f"{comp}.arg{number}", _Argument(comp, number))
