@@ -1,12 +1,10 @@
 """Logits whose weight gradient comes out in kernel order, ``[embed, vocab]``, two ways.
 
-Autodiff of ``x @ kernel`` writes the weight gradient ``[vocab, embed]`` and transposes it;
-under explicit sharding a ``Sharding`` call between the two blocks XLA's fold. MaxText's
-design doc (pull request 5091, section 8 item 01) fixes it with a custom VJP
-(:func:`kernel_order_dot_general`), then, from 2026-09-03, with ``jax.sharding.auto_axes``
-around the forward dot (:func:`auto_axes_dot_general`), for the head and every dense layer.
-Both have ``lax.dot_general``'s signature: ``snippets.lm_head.DenseGeneral`` and
-``flax.nnx.Linear`` take either as their ``dot_general``.
+Autodiff of ``x @ kernel`` writes the weight gradient ``[vocab, embed]`` and transposes it; under
+explicit sharding a ``Sharding`` call between the two blocks XLA's fold. MaxText's design doc (pull
+request 5091, section 8 item 01) fixes it with a custom VJP (:func:`kernel_order_dot_general`),
+then, from 2026-09-03, with ``auto_axes`` around the forward dot (:func:`auto_axes_dot_general`).
+Both have ``lax.dot_general``'s signature: ``DenseGeneral`` and ``nnx.Linear`` take either.
 """
 
 from __future__ import annotations

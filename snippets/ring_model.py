@@ -1,7 +1,6 @@
-"""The ring model of a collective: what one rank sends, and in how many steps, as the Scaling
-Book prices them (`Sharded Matrices and How to Multiply Them
-<https://jax-ml.github.io/scaling-book/sharding/>`_). No JAX here, so the HLO readers can use it.
-"""
+"""The ring model of a collective: what one rank sends, and in how many steps, as the Scaling Book
+prices them (`Sharded Matrices and How to Multiply Them
+<https://jax-ml.github.io/scaling-book/sharding/>`_). No JAX here, so the HLO readers can use it."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """How long :func:`snippets.hlo.lowered.lowered_sites` takes at a real model's scale, against the
 lowering it reads, and how long the command line takes on that model's XLA dump directory.
 
-``python -m snippets barrier_bench`` (``nox -s bench``): by default MaxText's decoder at
-llama2-7b's shape, explicit mode, on 4 simulated devices. After a warm-up, each repeat lowers the
-step and runs ``lowered_sites`` on it, a full garbage collection between them (untimed), and a
-fresh ``find-barriers DIR`` process reads the dump. No time is asserted anywhere.
+By default MaxText's decoder at llama2-7b's shape, explicit mode, on 4 simulated devices: after a
+warm-up, each repeat lowers the step and runs ``lowered_sites`` on it (untimed garbage collection
+between), and a fresh ``find-barriers DIR`` process reads the dump. ``nox -s bench`` runs it.
 """
 
 from __future__ import annotations
@@ -106,9 +105,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Print the benchmark table, with the load average before and after."""
     parser = Parser(__doc__)
     parser.add_argument("--repeats", type=positive_int, default=5)
-    parser.add_argument("--emb", type=positive_int, default=LLAMA2_7B.emb)
-    parser.add_argument("--vocab", type=positive_int, default=LLAMA2_7B.vocab)
-    parser.add_argument("--layers", type=positive_int, default=LLAMA2_7B.layers)
+    for size in ("emb", "vocab", "layers"):
+        parser.add_argument(f"--{size}", type=positive_int, default=getattr(LLAMA2_7B, size))
     parser.add_argument("--mode", choices=tuple(SHARD_MODES), default="explicit")
     args = parser.parse_args(argv)
     with reported(args.debug):

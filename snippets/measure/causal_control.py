@@ -1,9 +1,8 @@
 """The causal control: a ``Sharding`` call left in the module stops XLA's transpose-of-dot fold.
 
 On one device XLA:CPU's ``sharding-remover`` deletes the calls before the simplifier; the control
-turns it off, so codegen fails on them (CPU only). :func:`control` asks it of the guides' step,
-:func:`site_fates` of every site of any step. ``python -m snippets causal_control [--json]``
-"""
+turns it off, so codegen fails on them (CPU only): :func:`control` for the guides' step,
+:func:`site_fates` for every site of any step."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Does the story hold on this JAX? The guides' key facts, measured on the installed release.
 
-``python -m snippets version_check [--json]``; ``nox -s matrix`` runs it on several releases
-for the version-matrix page. A check that fails on a release records its error instead; the
-command exits 1 when the facts contradict the guides' story.
-"""
+A check that fails records its error instead; the command exits 1 where the facts contradict the
+guides' story. ``nox -s matrix`` runs it on several releases for the version-matrix page."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """Results a guide and a test share: computed once per content of what produced them.
 
-With ``SNIPPETS_RESULTS`` naming a folder (the tests set it for themselves and for the site they
-build), a function marked :func:`shared` stores its result there under a hash of its module's
-inputs (:mod:`snippets.support.inputs`), its arguments and the devices' platform, and a second
-call anywhere reads it back; a second process asking meanwhile waits for the first. Unset, the
-function just runs. A function whose result depends on how many devices its process has takes
-that count as an argument.
+With ``SNIPPETS_RESULTS`` naming a folder (the tests set it), a :func:`shared` function's result
+is stored there under a hash of its module's inputs (:mod:`snippets.support.inputs`), its arguments
+and the devices' platform, and read back by a later call anywhere (a concurrent one waits); unset,
+the function just runs. A result that depends on the device count takes that count as an argument.
 """
 
 from __future__ import annotations
