@@ -203,8 +203,7 @@ def head_kernel_spec(
     >>> head_kernel_spec(config, [("embed", None), ("vocab", "model")])
     P('model', None)
     """
-    missing = [name for name in HEAD_KERNEL_AXES if name not in dict(rules)]
-    if missing:
+    if missing := [name for name in HEAD_KERNEL_AXES if name not in dict(rules)]:
         raise ValueError(
             f"The logical rules {rules} have no rule for {missing}; add e.g. ({missing[0]!r}, "
             f"'model') to shard it, or ({missing[0]!r}, None) to replicate it on purpose."

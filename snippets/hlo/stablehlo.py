@@ -298,7 +298,13 @@ class StableHLOProgram:
     def users(self, value: Value) -> list[tuple[Instruction, int]]:
         """Made from the MLIR value's uses; a loop's state is read through its init tuple."""
         if isinstance(value, tuple):  # an element of a tuple: its get-tuple-element
-            return self._element_users(*value)
+            name, index = value
+            match self.handles.get(name):
+                case _Op(op) if tupled(op):
+                    return [(self.by_name[self._element(op, index)], 0)]
+                case _State(comp):
+                    return [(self.by_name[self._state_element(comp, index)], 0)]
+            return []
         match self.handles.get(value):
             case _Init(loop):
                 return [(self.by_name[self._name(loop)], 0)]
@@ -308,15 +314,6 @@ class StableHLOProgram:
                 return self._uses(op.results[index])
             case _Argument(comp, index) | _StateElement(comp, index):
                 return self._uses(self.computations[comp].block.arguments[index])
-        return []
-
-    def _element_users(self, name: str, index: int) -> list[tuple[Instruction, int]]:
-        """The get-tuple-element that reads element ``index`` of tuple ``name``."""
-        match self.handles.get(name):
-            case _Op(op) if tupled(op):
-                return [(self.by_name[self._element(op, index)], 0)]
-            case _State(comp):
-                return [(self.by_name[self._state_element(comp, index)], 0)]
         return []
 
     def _uses(self, mlir_value: Any) -> list[tuple[Instruction, int]]:

@@ -133,9 +133,8 @@ def pass_window(config: StepConfig) -> dict:
 
 
 def barrier_report(base: StepConfig) -> dict:
-    """Every (mode x variant) on ``base``'s mesh, the pin check, the single-device control, the pass
-    order, the explicit EV step lowered for TPU and GPU (:func:`lowered_for`) and, on a mesh with
-    an fsdp axis, the head's collectives (:func:`~snippets.measure.head_traffic.head_traffic`)."""
+    """Every (mode x variant) on ``base``'s mesh; the explicit EV step's pin check, one-device
+    control, pass order and lowering for TPU and GPU; on an fsdp mesh, the head's collectives."""
     runs = [run_report(lower_step(config)) for config in every_mode_and_variant(base)]
     if base.optimizer != "none":
         plain = relayout_summary({"without": base.replace(optimizer="none")})[1]
@@ -164,9 +163,8 @@ def relayout_summary(settings: dict[str, StepConfig]) -> tuple[list[dict], list[
     details: dict[str, dict] = {}
     for name, base in settings.items():
         for config in every_mode_and_variant(base):
-            row = details.setdefault(
-                f"{config.mode}/{config.variant}", dict.fromkeys(columns, "n/a")
-            )
+            run = f"{config.mode}/{config.variant}"
+            row = details.setdefault(run, dict.fromkeys(columns, "n/a"))
             found = gradient_relayouts(lower_step(config))
             row[name] = found["gradient_relayouts"]
             row[f"{name}: ops"] = "; ".join(found["gradient_relayout_ops"]) or "none"

@@ -29,6 +29,8 @@ and so is every tool's own folder, a hidden one (``.pytest_cache``) or one of :d
 when a folder a guide names holds one."""
 BUILT = ("build", "dist", ".egg-info")
 """A package's build outputs: setuptools' ``build`` and ``*.egg-info``, ``dist``."""
+Reads = tuple[frozenset[str], frozenset[Path]]
+"""The modules some code imports and the files it names."""
 
 
 def module_file(name: str, root: Path) -> Path | None:
@@ -180,16 +182,12 @@ def versions_digest(versions: Mapping[str, str]) -> str:
 
 
 @cache
-def _module_reads(
-    source: bytes, path: Path, package: str, root: Path
-) -> tuple[frozenset[str], frozenset[Path]]:
+def _module_reads(source: bytes, path: Path, package: str, root: Path) -> Reads:
     """:func:`_reads` of a module's ``source``, parsed again only when the text changes."""
     return _reads(ast.parse(source), package, (path.parent, root))
 
 
-def _reads(
-    tree: ast.AST, package: str, folders: tuple[Path, Path]
-) -> tuple[frozenset[str], frozenset[Path]]:
+def _reads(tree: ast.AST, package: str, folders: tuple[Path, Path]) -> Reads:
     """The modules ``tree`` imports and the files it names (``folders[1]`` is the repository)."""
     return frozenset(_imported(tree, package)), frozenset(_named_files(tree, folders, folders[1]))
 

@@ -74,14 +74,8 @@ def action_steps(repository: Path, uses: str, given: dict, env: dict) -> list[Jo
 
 def run_step(step: JobStep, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     """Run ``step`` in bash with ``-e`` in ``cwd``, as a runner does, ``env`` added last."""
-    return subprocess.run(
-        ["bash", "-e", "-c", step.command],
-        env=os.environ | step.env | env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    command, merged = ["bash", "-e", "-c", step.command], os.environ | step.env | env
+    return subprocess.run(command, env=merged, cwd=cwd, capture_output=True, text=True, check=False)
 
 
 def copy_checkout(repository: Path, destination: Path) -> Path:

@@ -62,8 +62,7 @@ def train_step_loss(axis_type: AxisType, fixes: Sequence[str] = ()) -> float:
     with jax.set_mesh(mesh_of(axis_type, (2, 2), ("data", "model"))):
         model = FlaxLM(nnx.Rngs(0), fixes)
         adamw = nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)
-        tokens = jnp.arange(32).reshape(8, 4) % 64
-        tokens = jax.device_put(tokens, P("data"))
+        tokens = jax.device_put(jnp.arange(32).reshape(8, 4) % 64, P("data"))
 
         @jax.jit
         def step(model, adamw, tokens, labels):
