@@ -123,14 +123,8 @@ def exchange_figure(report: dict) -> DataFigure:
     ax.text(5.0, 3.4, f"all-reduce instead: {sent['all_reduce']:g} B sent per rank",
             ha="center", fontsize=11, weight="bold")  # fmt: skip
     _rank_boxes(ax, 1.9, ["C_0 + C_1 =\n" + _matrix_text(c) for c in report["all_reduced"]])
-    data = {
-        "partials": partials,
-        "sums": sums,
-        "all_reduced": report["all_reduced"],
-        "bytes_per_rank": sent,
-        "transfers": transfers,
-    }
-    return DataFigure(figure, data)
+    data = {"partials": partials, "sums": sums, "all_reduced": report["all_reduced"]}
+    return DataFigure(figure, data | {"bytes_per_rank": sent, "transfers": transfers})
 
 
 GPU_PASS_ORDER = {"algsimp": "in spmd-simplify", "shardy-xla, then\nspmd-partitioning": ""}
