@@ -75,10 +75,9 @@ def terminator(block: Any) -> Any:
 
 
 def details(op: Any, opcode: str, operands: tuple, shape: Callable) -> tuple[str, tuple, str]:
-    """The opcode, operands and attributes of an operation whose record needs more than its
-    name: a broadcast that only adds dimensions of size 1 (XLA makes it a reshape), a call's
-    callee, a comparison's direction, an integer scalar constant's value, a custom call's target
-    (``Sharding`` for Shardy's constraints)."""
+    """The opcode, operands and attributes of an operation whose record needs more than its name:
+    a broadcast that only adds dimensions of size 1 (XLA makes it a reshape), a call's callee, a
+    comparison's direction, an integer scalar constant's value, a custom call's target."""
     if opcode == "broadcast":
         same = elements(shape(op.results[0])) == elements(shape(op.operands[0]))
         return ("reshape" if same else opcode), operands, ""

@@ -197,15 +197,12 @@ class StableHLOProgram:
         return self._state_element(comp, number)
 
     def _element(self, op: Any, number: int) -> str:
-        """The record of element ``number`` of a tupled operation's results."""
         return self._register(f"{self._name(op)}.{number}", _Element(op, number))
 
     def _state_element(self, comp: str, number: int) -> str:
-        """The record of element ``number`` of a loop computation's state tuple."""
         return self._register(f"{comp}.state.{number}", _StateElement(comp, number))
 
     def _init(self, loop: Any) -> str:
-        """The record of the tuple a ``while`` loop starts from."""
         return self._register(f"{self._name(loop)}.init", _Init(loop))
 
     def _block(self, block: Any) -> str:

@@ -26,19 +26,10 @@ def bench(base: StepConfig, repeats: int, warmup: int = 2) -> list[dict]:
     rows = []
     for (mode, variant), samples in seconds.items():
         median, low, high = ratio_range(samples, seconds[("auto", "EV")])
-        reference = (mode, variant) == ("auto", "EV")
-        rows.append(
-            {
-                "mode": mode,
-                "variant": variant,
-                **milliseconds(samples),
-                "ratio_to_auto_EV": median,
-                "ratio_min": low,
-                "ratio_max": high,
-                "repeats": len(samples),
-                "verdict": "reference" if reference else verdict(low, high, 1.0),
-            }
-        )
+        judged = "reference" if (mode, variant) == ("auto", "EV") else verdict(low, high, 1.0)
+        ratios = {"ratio_to_auto_EV": median, "ratio_min": low, "ratio_max": high}
+        row = {"mode": mode, "variant": variant, **milliseconds(samples), **ratios}
+        rows.append(row | {"repeats": len(samples), "verdict": judged})
     return rows
 
 

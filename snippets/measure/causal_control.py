@@ -127,14 +127,12 @@ def site_fates(lowered: jax.stages.Lowered, what: str) -> list[dict]:
         raise XlaChangedError("no per-pass dump around the first algsimp: XLA's pipeline changed")
     fates = algsimp_fates(before, after)
     unknown = {"folded": None, "after_algsimp": "changed by a pass before the first algsimp"}
-    return [
-        {
-            "shapes": [site.dot_shape.split("{")[0], site.shape.split("{")[0]],
-            "op_name": site.op_name,
-        }
-        | fates.get(site.transpose, unknown)
-        for site in find_sites(read_hlo(one_dump(dumps, "before_optimizations.txt")))
-    ]
+    found = []
+    for site in find_sites(read_hlo(one_dump(dumps, "before_optimizations.txt"))):
+        shapes = [site.dot_shape.split("{")[0], site.shape.split("{")[0]]
+        fate = fates.get(site.transpose, unknown)
+        found.append({"shapes": shapes, "op_name": site.op_name} | fate)
+    return found
 
 
 def main(argv: Sequence[str] | None = None) -> None:

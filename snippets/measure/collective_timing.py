@@ -52,17 +52,9 @@ def time_finishes(
         median, low, high = ratio_range(seconds[(n, "all-reduce")], seconds[(n, "reduce-scatter")])
         ar, rs = (predict(kind, rows * cols * 4, n) for kind in ("all-reduce", "reduce-scatter"))
         model = ar["bytes_per_rank"] / rs["bytes_per_rank"]
-        ratios.append(
-            {
-                "ranks": n,
-                "ratio_median": median,
-                "ratio_min": low,
-                "ratio_max": high,
-                "model_bytes_ratio": model,
-                "against_model": verdict(low, high, model),
-                "against_1": verdict(low, high, 1.0),
-            }
-        )
+        ranges = {"ratio_median": median, "ratio_min": low, "ratio_max": high}
+        judged = {"against_model": verdict(low, high, model), "against_1": verdict(low, high, 1.0)}
+        ratios.append({"ranks": n, **ranges, "model_bytes_ratio": model, **judged})
     return {
         "rows": rows,
         "cols": cols,

@@ -52,8 +52,7 @@ def constraint_match(axis_type: AxisType) -> str:
     """A constraint to the layout the array has: what it emits."""
     with jax.set_mesh(mesh_of(axis_type)):
         x = jax.device_put(jnp.ones((8, 8)), P("x", None))
-        spec = P("x", None)
-        hinted = jax.jit(lambda a: with_sharding_constraint(a * 2, spec))
+        hinted = jax.jit(lambda a: with_sharding_constraint(a * 2, P("x", None)))
         plain = jax.jit(lambda a: a * 2)
         texts = [f.lower(x).as_text() for f in (hinted, plain)]
         if texts[0] == texts[1]:
@@ -77,8 +76,7 @@ def unconstrained(axis_type: AxisType) -> str:
     """Leave a dimension to the partitioner: ``P.UNCONSTRAINED``."""
     with jax.set_mesh(mesh_of(axis_type)):
         x = jax.device_put(jnp.ones((8, 8)), P("x", None))
-        spec = P(P.UNCONSTRAINED, None)
-        f = jax.jit(lambda a: with_sharding_constraint(a, spec))
+        f = jax.jit(lambda a: with_sharding_constraint(a, P(P.UNCONSTRAINED, None)))
         return f"laid out as {f(x).sharding.spec}"
 
 
@@ -88,8 +86,7 @@ def unreduced(axis_type: AxisType) -> str:
     with jax.set_mesh(mesh_of(axis_type)):
         a = jax.device_put(jnp.ones((2, 8)), P(None, "x"))
         b = jax.device_put(jnp.ones((8, 8)), P("x", None))
-        spec = P(None, None, unreduced={"x"})
-        f = jax.jit(functools.partial(jnp.dot, out_sharding=spec))
+        f = jax.jit(functools.partial(jnp.dot, out_sharding=P(None, None, unreduced={"x"})))
         return str(jax.typeof(f(a, b)))
 
 

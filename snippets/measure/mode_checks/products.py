@@ -113,11 +113,8 @@ def mixed_mesh_unreduced(axis_type: AxisType) -> str:
         a = jax.device_put(jnp.ones((2, 8)), P(None, axis))
         b = jax.device_put(jnp.ones((8, 8)), P(axis, None))
         spec = P(None, None, unreduced={axis})
-
-        def f(a, b):
-            return reshard(jnp.dot(a, b, out_sharding=spec), P())
-
-        return f"sums to {float(jax.jit(f)(a, b)[0, 0]):g}"
+        f = jax.jit(lambda a, b: reshard(jnp.dot(a, b, out_sharding=spec), P()))
+        return f"sums to {float(f(a, b)[0, 0]):g}"
 
 
 @check
