@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from jax.extend.mlir import ir
 
@@ -24,59 +24,19 @@ from snippets.hlo.mlir_operations import (
     tupled,
 )
 
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Op:
-    """An operation's result, or a tupled operation's results as one tuple."""
-
-    op: Any
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Element:
-    """Element ``index`` of a tupled operation's results: a ``get-tuple-element``."""
-
-    op: Any
-    index: int
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Init:
-    """The tuple a ``while`` loop starts from."""
-
-    loop: Any
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Argument:
-    """Argument ``index`` of a computation whose arguments arrive one by one."""
-
-    computation: str
-    index: int
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _State:
-    """A loop computation's arguments, which arrive as one tuple."""
-
-    computation: str
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _StateElement:
-    """Element ``index`` of a loop computation's state tuple."""
-
-    computation: str
-    index: int
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Root:
-    """A computation's results, returned as one tuple."""
-
-    computation: str
-
-
+# ruff: noqa: UP014 - the record kinds read best as one line each, documented together here
+# What a record is made from, one type each: an operation's result, or a tupled operation's
+# results as one tuple; element ``index`` of those (a ``get-tuple-element``); the tuple a
+# ``while`` loop starts from; argument ``index`` of a computation whose arguments arrive one by
+# one; a loop computation's arguments, which arrive as one tuple, and element ``index`` of them;
+# a computation's results returned as one tuple.
+_Op = NamedTuple("_Op", [("op", Any)])
+_Element = NamedTuple("_Element", [("op", Any), ("index", int)])
+_Init = NamedTuple("_Init", [("loop", Any)])
+_Argument = NamedTuple("_Argument", [("computation", str), ("index", int)])
+_State = NamedTuple("_State", [("computation", str)])
+_StateElement = NamedTuple("_StateElement", [("computation", str), ("index", int)])
+_Root = NamedTuple("_Root", [("computation", str)])
 _Handle = _Op | _Element | _Init | _Argument | _State | _StateElement | _Root
 """What a record is made from."""
 
