@@ -16,9 +16,13 @@ def test_no_address_means_no_repository_links():
 
 def test_an_address_turns_on_the_repository_links():
     options = repository_options("https://gitlab.com/owner/name")
-    assert options["repository_url"] == "https://gitlab.com/owner/name"
-    assert options["use_repository_button"]
-    assert "launch_buttons" not in options  # Colab opens notebooks from GitHub only
+    buttons = ("repository", "source", "edit_page", "issues")
+    assert options == {  # no Colab button: Colab opens notebooks from GitHub only
+        "repository_url": "https://gitlab.com/owner/name",
+        "repository_branch": "main",
+        "path_to_docs": "",
+        **{f"use_{button}_button": True for button in buttons},
+    }
 
 
 def test_a_github_address_adds_colabs_launch_button():
