@@ -87,3 +87,9 @@ def test_a_failing_cell_fails_the_build_and_names_the_notebook(project):
     assert "docs/first.md: WARNING: Executing notebook failed: CellExecutionError" in result.stderr
     assert "ZeroDivisionError" in result.stderr
     assert re.search(r"threw an exception \(exception: \S+/docs/first\.md\)", result.stderr)
+
+
+def test_the_log_names_the_first_three_changed_inputs_and_counts_the_rest():
+    before = dict.fromkeys("pqrstu", "a")
+    after = before | {"u": "b", "t": "b", "s": "b", "r": "b"} | {"v": "a"}
+    assert execution_cache._changed(after, before) == "r, s, t and 2 more"
