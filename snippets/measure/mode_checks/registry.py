@@ -16,7 +16,10 @@ topic modules define them (:mod:`snippets.measure.mode_checks` imports them in t
 ISOLATED: set[str] = set()
 """The checks the report runs in a fresh interpreter: jax-ml/jax#29162's form aborted Python."""
 TRACKER = Path(__file__).with_name("tracker.toml")
-"""Data the guide and the tests read: the jax-ml/jax issue each check is about, and its state."""
+"""Data the guide and the tests read: the jax-ml/jax issue each check is about, and its state.
+
+:meta hide-value:
+"""
 
 
 def check[C: Check](function: C) -> C:
