@@ -65,13 +65,15 @@ def check(capsys, *argv: str) -> tuple[int, str, str]:
 @pytest.mark.parametrize(("mode", "status"), [("explicit", 1), ("auto", 0)])
 @pytest.mark.parametrize("kind", ["dump", "tpu"])
 def test_a_dump_exits_1_with_a_blocked_fold_and_0_without(files, capsys, mode, status, kind):
-    code, out, err = check(capsys, files[mode][kind])
+    code, out, err = check(capsys, "--verbose", files[mode][kind])
     assert (code, err) == (status, "")
-    header, line, *details = out.splitlines()
-    assert header.endswith(
-        f": 1 transpose-of-dot site: {status} blocked, {1 - status} foldable, 0 kept"
-        + ("; 64.0 KiB at stake per step" if status else "")
+    header, line, *details, total = out.splitlines()
+    counts = (
+        f"1 transpose-of-dot site: {status} blocked{' (1 new)' * status}, {1 - status} foldable"
     )
+    stake = "; 64.0 KiB at stake per step" if status else ""
+    assert header.endswith(f": {counts}, 0 kept{stake}")
+    assert total == f"1 module: {counts}, 0 kept{stake}"
     between = "-> Sharding ->" if status else "->"
     assert line.startswith(
         "  FB001 blocked   snippets/lm_head.py:" if status else "        foldable  snippets/"

@@ -47,8 +47,22 @@ def test_help_gives_the_exit_codes_the_rules_and_an_example(run):
 def test_a_blocked_fold_exits_1_and_exit_zero_keeps_the_report(data, run):
     status, out, err = run(data / "scanned.hlo.txt")
     assert (status, err) == (1, "")
-    assert (out.count("FB001 blocked"), "3 blocked, 0 foldable, 0 kept" in out) == (3, True)
+    assert (out.count("FB001 blocked"), "3 blocked (3 new), 0 foldable, 0 kept" in out) == (3, True)
     assert run(data / "scanned.hlo.txt", "--exit-zero") == (0, out, "")
+
+
+def test_success_is_one_line_and_verbose_lists_every_site(data, run):
+    status, out, _ = run(data / "scanned_fixed.hlo.txt")
+    assert (status, out) == (
+        0,
+        "1 module: 3 transpose-of-dot sites: 0 blocked, 3 foldable, 0 kept\n",
+    )
+    status, out, _ = run(data / "scanned_fixed.hlo.txt", "--verbose")
+    assert (status, out.count("foldable  "), out.splitlines()[-1]) == (
+        0,
+        3,
+        "1 module: 3 transpose-of-dot sites: 0 blocked, 3 foldable, 0 kept",
+    )
 
 
 def test_quiet_prints_the_findings_one_a_line_as_ruff_does(data, run):
@@ -62,7 +76,7 @@ def test_quiet_prints_the_findings_one_a_line_as_ruff_does(data, run):
 
 def test_ignored_rules_are_not_findings(data, run):
     assert run(data / "constrained.hlo.txt")[0] == 1
-    status, out, _ = run(data / "constrained.hlo.txt", "--ignore", "fb002,FB003")
+    status, out, _ = run(data / "constrained.hlo.txt", "--ignore", "fb002,FB003", "-v")
     assert (status, out.count("ignored   ")) == (0, 2)
     assert run(data / "scanned.hlo.txt", "--ignore", "FB002", "--ignore", "FB003")[0] == 1
 
@@ -79,7 +93,10 @@ def test_sites_are_listed_by_bytes_at_stake_with_a_total(data, run):
         "36.0 KiB",
         "16.0 KiB",
     ]  # 6 trips of 6 KiB, then the head's 2 of 8
-    assert out.splitlines()[0].endswith("3 blocked, 0 foldable, 0 kept; 88.0 KiB at stake per step")
+    assert out.splitlines()[0].endswith(": 3 new blocked sites")
+    assert out.splitlines()[-1].endswith(
+        "3 blocked (3 new), 0 foldable, 0 kept; 88.0 KiB at stake per step"
+    )
 
 
 def test_a_constraint_names_its_own_line(data, run):
@@ -92,8 +109,9 @@ def test_a_constraint_names_its_own_line(data, run):
 def test_module_matches_xlas_module_name(data, run, tmp_path):
     directory = dump_directory(data, tmp_path, "scanned.hlo.txt", "scanned_fixed.hlo.txt")
     status, out, _ = run(directory, "--module", "jit_train_step$")
-    assert (status, out.count("before_optimizations.txt: ")) == (1, 2)
-    assert out.splitlines()[-1].startswith("total: 2 modules, 6 transpose-of-dot sites")
+    assert (status, out.count("before_optimizations.txt: ")) == (1, 1)  # one has findings
+    assert out.splitlines()[-1].startswith("2 modules: 6 transpose-of-dot sites")
+    assert run(data / "constrained.hlo.txt", "--module", "jit_train_step$")[0] == 1  # a file too
 
 
 def write(tmp_path, name: str, content: str | bytes) -> str:

@@ -34,9 +34,10 @@ def test_json_validates_against_its_schema_and_counts_what_the_text_does(data, r
     statuses = [[site["status"] for site in module["sites"]] for module in document["modules"]]
     assert statuses == [["new"] * 3, ["accepted"] * 3, ["ignored"] * 2]
     assert document["total"] == {
-        "blocked": 8, "foldable": 0, "kept": 0, "new_blocked": 3,
+        "blocked": 8, "foldable": 0, "kept": 0, "new_blocked": 3, "stale": 0,
         "bytes_at_stake": 88 * 1024 + 3 * 4096,  # ignored sites are not at stake
     }  # fmt: skip
+    assert (document["baseline"], document["stale"]) == (str(baseline), [])
     up = next(s for s in document["modules"][0]["sites"] if "['up']" in s["parameter"])
     assert (up["rule"], up["help_url"], up["trips"]) == ("FB001", RULES["FB001"].url, 6)
     assert (up["user_stack"][0]["file"], up["user_stack"][0]["function"]) == (

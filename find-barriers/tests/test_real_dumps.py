@@ -67,5 +67,10 @@ def test_a_renamed_parameter_is_a_new_site(data, run, tmp_path):
         (data / "scanned.hlo.txt").read_text().replace(r"[\'head\']", r"[\'output\']")
     )
     status, out, _ = run(renamed, "--baseline", baseline, "--quiet")
+    new, stale = out.splitlines()
     assert status == 1
-    assert (out.count("FB001"), "params['output']['kernel']" in out) == (1, True)
+    assert (new.count("FB001"), "params['output']['kernel']" in new) == (1, True)
+    assert (
+        stale
+        == f"{baseline}: FB004 jit_train_step FB001 params['head']['kernel'].value: dot f32[64,32] -> transpose f32[32,64]"
+    )

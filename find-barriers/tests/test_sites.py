@@ -5,9 +5,9 @@ import dataclasses
 
 from hlo_texts import FRAMES, LOOP, SHORTHAND_LOOP, SITES
 
+from find_barriers.flow import Flow
 from find_barriers.frames import layer_lines, readable, user_frames
 from find_barriers.loops import run_counts
-from find_barriers.outputs import outputs_reached
 from find_barriers.program import Frame, read_hlo
 from find_barriers.sites import TransposeSite, find_sites
 
@@ -67,14 +67,15 @@ def test_a_loops_condition_runs_once_more_than_its_body():
 
 
 def test_outputs_are_followed_through_a_loop_body_and_the_call_that_stacks_them():
-    assert outputs_reached(read_hlo(LOOP), ["t", "d", "unrelated", "w"]) == {
-        "t": 0,  # transpose -> stacking call -> loop result -> the entry's root
-        "d": 0,  # the dot's value flows the same way, through the transpose
-        "unrelated": None,  # a value nothing reads reaches nothing
-        "w": None,  # the weights feed a dot, which makes a new value
+    flow = Flow(read_hlo(LOOP))
+    assert {name: flow.reach(name).outputs for name in ("t", "d", "unrelated", "w")} == {
+        "t": {0},  # transpose -> stacking call -> loop result -> the entry's root
+        "d": {0},  # the dot's value flows the same way, through the transpose
+        "unrelated": set(),  # a value nothing reads reaches nothing
+        "w": set(),  # the weights go round the loop in its state, an element nothing reads
     }
-    changed = LOOP.replace("call(stack, t, i)", "call(stack, stack, i)")
-    assert outputs_reached(read_hlo(changed), ["t"]) == {"t": None}
+    changed = Flow(read_hlo(LOOP.replace("call(stack, t, i)", "call(stack, stack, i)")))
+    assert changed.reach("t").outputs == set()
 
 
 CALL_RESULT = """

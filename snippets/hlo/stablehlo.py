@@ -96,9 +96,15 @@ class StableHLOProgram:
         self.by_name = _OnDemand(self._record, self.handles)
         self.owner = _OnDemand(self._owner, self.handles)
         self.roots = _OnDemand(self._root, self.computations)
+        self.aliases: dict[int, int] = {}  # output -> the donated argument whose buffer it reuses
         for op in module.body.operations:
             if op.operation.name == "func.func":
                 self._computation(symbol(op.attributes["sym_name"]), op.regions[0].blocks[0])
+        main = self.computations[self.entry].block.owner.operation
+        if "arg_attrs" in main.attributes:
+            for number, attributes in enumerate(main.attributes["arg_attrs"]):
+                if "tf.aliasing_output" in attributes:
+                    self.aliases[attributes["tf.aliasing_output"].value] = number
         module.operation.walk(self._visit)
 
     def _visit(self, op: Any) -> ir.WalkResult:

@@ -1,36 +1,56 @@
 """Accepted sites: ``--write-baseline FILE`` records today's blocked sites, ``--baseline FILE``
-accepts them, so only new ones fail; each keyed by what survives a recompile (:func:`key`)."""
+accepts them, so only new ones fail; each keyed by what survives a recompile, an edit elsewhere
+in the model and a move of the code that runs the step (:func:`key`)."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from find_barriers.dumps import Module
 from find_barriers.frames import readable
+from find_barriers.program import Frame
 from find_barriers.rules import rule_of
 from find_barriers.sites import TransposeSite
 
-FORMAT = "find-barriers-baseline/2"
-_FLAT_INDEX = re.compile(r"^[\w.]*(\[\d+\])+$")
-"""A name that is only a position in a flattened state (``model.states[0][32]``): it shifts when a
-layer is added, so it is not a key."""
+FORMAT = "find-barriers-baseline/3"
+FLAT_INDEX = re.compile(r"^[\w.]*(\[\d+\])+$")
+"""A name that is only a position in a flattened state (``model.states[0][32]``, as ``nnx.jit``
+names a parameter): it shifts when a layer is added, so it is not a key."""
+
+
+def model_frames(module_name: str, stack: Sequence[Frame]) -> list[Frame]:
+    """The frames of a user stack (innermost first) from the site out to the jitted function,
+    the one the module is named after (``train_step`` for ``jit_train_step``): what called the
+    step is left out. Where no frame is that function, every frame but a script's top level.
+
+    >>> step, main = Frame("t.py", 9, "make.<locals>.train_step"), Frame("t.py", 30, "main")
+    >>> [f.function for f in model_frames("jit_train_step", [Frame("m.py", 5, "M.__call__"), step, main])]
+    ['M.__call__', 'make.<locals>.train_step']
+    """
+    jitted = re.sub(r"^[a-z]+_", "", module_name)
+    for end, frame in enumerate(stack):
+        if frame.function.rpartition(".")[2] == jitted:
+            return list(stack[: end + 1])
+    return [frame for frame in stack if frame.function != "<module>"]
 
 
 def key(module: Module, site: TransposeSite) -> dict:
-    """What identifies ``site`` across recompiles and edits elsewhere in the model: its module's
-    name, rule and shapes, and the parameter where the module names it by path, else the functions
-    of the user's stack, innermost first (a frame's line only where it names no function)."""
-    named = site.parameter if site.parameter and not _FLAT_INDEX.match(site.parameter) else None
+    """What identifies ``site`` across recompiles, edits elsewhere and drivers: its module's name,
+    rule and shapes, and the parameter where the module names it by path, else the functions of
+    the model's own frames (:func:`model_frames`), innermost first (a frame's line only where it
+    names no function)."""
+    named = site.parameter if site.parameter and not FLAT_INDEX.match(site.parameter) else None
     rule = rule_of(site)
+    frames = model_frames(module.name, site.user_stack)
     return {
         "module": module.name,
         "rule": rule.code if rule else None,
         "parameter": named,
-        "functions": None if named else [f.function or readable(f) for f in site.user_stack],
+        "functions": None if named else [f.function or readable(f) for f in frames],
         "dot": site.dot_shape,
         "transpose": site.shape,
     }
@@ -39,6 +59,13 @@ def key(module: Module, site: TransposeSite) -> dict:
 def tag(entry: dict) -> str:
     """A key as one string, to count and compare."""
     return json.dumps(entry, sort_keys=True)
+
+
+def describe(entry: dict) -> str:
+    """A baseline entry in words: ``jit_train_step FB001 params['w'] dot f32[8,2] -> f32[2,8]``."""
+    named = entry.get("parameter") or " < ".join(entry.get("functions") or ()) or "?"
+    shapes = f"dot {entry.get('dot')} -> transpose {entry.get('transpose')}"
+    return f"{entry.get('module')} {entry.get('rule')} {named}: {shapes}"
 
 
 def write(path: str, blocked: Iterable[tuple[Module, TransposeSite]]) -> None:
@@ -59,9 +86,16 @@ def load(path: str) -> Counter:
         data = json.loads(file.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ValueError(f"{path}: not a baseline (not JSON: {error})") from None
+    except PermissionError:
+        raise ValueError(f"{path}: permission denied") from None
     found = data.get("format") if isinstance(data, dict) else None
     if found != FORMAT:
         stale = str(found).startswith("find-barriers")  # an older format of this tool's
         older = f" (it is {found}: write it again)" if stale else ""
         raise ValueError(f"{path}: not a {FORMAT} baseline{older}; use --write-baseline {path}")
-    return Counter(tag(entry) for entry in data.get("sites", []))
+    entries = data.get("sites", [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ValueError(
+            f"{path}: its sites are not a list of entries; use --write-baseline {path}"
+        )
+    return Counter(tag(entry) for entry in entries)

@@ -1,9 +1,10 @@
-"""One run of the check: each module read once, its sites found, and each blocked site's status
-against the baseline and the rules ignored."""
+"""One run of the check: each module read once, its sites found, each blocked site's status against
+the baseline and the rules ignored, and the baseline entries no site matched."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
@@ -53,17 +54,40 @@ class Checked:
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """A run of the check: each module as :class:`Checked`, and the stale baseline entries, those
+    of a module read here that no blocked site matched (one per count; a rule ignored is not
+    checked, so its entries are not stale)."""
+
+    modules: list[Checked]
+    stale: list[dict] = dataclasses.field(default_factory=list)
+    baseline: str | None = None
+    """The baseline file read, if any."""
+
+    def accepting_all(self, baseline: str) -> Result:
+        """Every new blocked site accepted, and nothing stale: ``baseline`` was just written."""
+        return Result([item.accepting_all() for item in self.modules], [], baseline)
+
+    @property
+    def counted(self) -> list[Checked]:
+        """The modules, each text once (a module dumped twice is counted once)."""
+        return [item for item in self.modules if not item.module.same_as]
+
+
 def check(
     paths: Sequence[str],
     pattern: str | None = None,
-    accepted: Counter | None = None,
+    baseline_file: str | None = None,
     ignored: frozenset[str] = frozenset(),
-) -> list[Checked]:
-    """Every module ``paths`` name (``pattern`` narrowing a directory's), its sites, and each
-    blocked site's status: ignored (its rule is), accepted (the baseline covers it) or new."""
-    left = Counter(accepted)
+    path_map: Sequence[tuple[str, str]] = (),
+) -> Result:
+    """Every module ``paths`` name (``pattern`` narrowing them), its sites, each blocked site's
+    status: ignored (its rule is), accepted (the baseline file covers it) or new; and what of
+    the baseline is stale."""
+    left = baseline.load(baseline_file) if baseline_file else Counter()
     checked = []
-    for module in read_modules(paths, pattern):
+    for module in read_modules(paths, pattern, path_map):
         sites = [] if module.same_as else find_sites(module.program)
         statuses: list[str | None] = []
         for site in sites:
@@ -74,4 +98,11 @@ def check(
                 status = ACCEPTED
             statuses.append(status)
         checked.append(Checked(module, sites, statuses))
-    return checked
+    read = {item.module.name for item in checked}
+    stale = [
+        entry
+        for text, count in sorted(left.items())
+        if (entry := json.loads(text)).get("module") in read and entry.get("rule") not in ignored
+        for _ in range(count)
+    ]
+    return Result(checked, stale, baseline_file)

@@ -23,6 +23,7 @@ PIPE_CLOSED = 141
 EPILOG = f"""exit status:
   0    no new blocked site
   1    new blocked sites: a Sharding call blocks a fold XLA's simplifier would make
+       (or, with --strict-baseline, a stale baseline entry)
   2    an error: bad input or options, an unsupported Python, or find-barriers itself failed
   {PIPE_CLOSED}  the output's reader went away (| head)
 
@@ -55,38 +56,58 @@ def parser() -> Parser:
     )
     add = found.add_argument
     add("paths", nargs="+", metavar="PATH", help="HLO text files or XLA dump directories")
-    add("--module", metavar="REGEX", help="in a directory, the modules whose name matches")
+    add("--module", metavar="REGEX", help="check only the modules whose XLA name matches")
     add("--format", choices=FORMATS, default="text", help="output format (default: text)")
     add("--baseline", metavar="FILE", help="accept the blocked sites recorded in FILE")
     add("--write-baseline", metavar="FILE", help="record today's blocked sites in FILE")
+    add("--strict-baseline", action="store_true", help="fail on a stale baseline entry too")
     add("--ignore", metavar="RULE", action="append", default=[], help="ignore a rule (FB003)")
     add("--exit-zero", action="store_true", help="exit 0 even when new blocked sites are found")
+    add("-v", "--verbose", action="store_true", help="list every site, blocked or not")
     add("-q", "--quiet", action="store_true", help="print the new blocked sites only, one a line")
-    add("--all-modules", action="store_true", help="list a directory's modules without sites")
+    add("--all-modules", action="store_true", help="with --verbose, list modules without sites")
+    add(
+        "--path-map",
+        metavar="RECORDED=LOCAL",
+        action="append",
+        default=[],
+        type=path_pair,
+        help="read recorded paths under RECORDED as under LOCAL (a dump made elsewhere)",
+    )
     add("--debug", action="store_true", help="print the traceback of an error")
     add("--version", action="version", version=f"find-barriers {__version__}")
     return found
 
 
+def path_pair(text: str) -> tuple[str, str]:
+    """``--path-map RECORDED=LOCAL`` as a pair; an argparse error where it is not one."""
+    recorded, equals, local = text.partition("=")
+    if not (recorded and equals and local):
+        raise argparse.ArgumentTypeError(f"{text!r} is not RECORDED=LOCAL (two paths)")
+    return recorded, local
+
+
 def run(args: argparse.Namespace) -> int:
     """Check the modules ``args`` names, print the report and return the exit status."""
     ignored = frozenset(code for text in args.ignore for code in parse_codes(text))
-    accepted = baseline.load(args.baseline) if args.baseline else None
-    checked = check(args.paths, args.module, accepted, ignored)
+    result = check(args.paths, args.module, args.baseline, ignored, args.path_map)
     if args.write_baseline:  # what it records is accepted from now on, this run included
-        blocked = [(item.module, site) for item in checked for site in item.sites if site.blocked]
+        blocked = [(i.module, site) for i in result.modules for site in i.sites if site.blocked]
         baseline.write(args.write_baseline, blocked)
-        checked = [item.accepting_all() for item in checked]
-    status = int(any(item.findings for item in checked) and not args.exit_zero)
+        result = result.accepting_all(args.write_baseline)
+    failing = any(item.findings for item in result.modules)
+    failing |= bool(args.strict_baseline and result.stale)
+    status = int(failing and not args.exit_zero)
     if args.format == "json":
-        output = report.as_json(checked, status)
+        output = report.as_json(result, status)
     elif args.format == "github":
-        output = report.github(checked)
+        output = report.github(result, args.strict_baseline)
     elif args.format == "sarif":
-        output = sarif(checked)
+        output = sarif(result, args.strict_baseline)
     else:  # a module without sites is listed when named as a file, or when asked
-        listed = (item.module.path for item in checked if item.sites or args.all_modules)
-        output = report.text(checked, {*listed, *args.paths}, quiet=args.quiet)
+        listed = (item.module.path for item in result.modules if item.sites or args.all_modules)
+        shown = {*listed, *args.paths}
+        output = report.text(result, shown, quiet=args.quiet, verbose=args.verbose)
     if output:
         print(output)
     return status

@@ -10,16 +10,9 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from find_barriers.program import Program, read_hlo
+from find_barriers.program import HOW_TO_GET_HLO, MLIR, Program, read_hlo
 
 BEFORE = ".before_optimizations.txt"
-HOW_TO_GET_HLO = (
-    "pass HLO text: XLA's module_*.before_optimizations.txt from "
-    "XLA_FLAGS='--xla_dump_to=DIR --xla_dump_hlo_as_text', or lowered.as_text(dialect=\"hlo\")"
-)
-_MLIR = re.compile(
-    r"^\s*(module\b|func\.func\b|#loc\d* = |%\S+ = \"?(stablehlo|sdy|func)\.)", re.MULTILINE
-)
 _SCHEDULED = re.compile(r"^HloModule [^\n]*\bis_scheduled=true", re.MULTILINE)
 _AFTER = re.compile(r"[._]after_optimizations|\.\d{4}\.[^.]+\.after_[^.]+\.before_[^.]+")
 """XLA's dump names for a module after its passes, or between two of them."""
@@ -64,7 +57,8 @@ def read_module(path: str) -> Program:
 
 
 def _text(path: str) -> str:
-    """A file's text; a ValueError where it is missing, a folder, a later dump, empty or binary."""
+    """A file's text; a ValueError where it is missing, a folder, unreadable, a later dump, empty
+    or binary."""
     file = Path(path)
     if not file.exists():
         raise ValueError(f"{path}: no such file")
@@ -72,7 +66,10 @@ def _text(path: str) -> str:
         raise ValueError(f"{path}: a directory; pass the module_*.before_optimizations.txt in it")
     if _AFTER.search(file.name):
         raise ValueError(f"{path}: a module XLA has already optimised; pass {_before(file)}")
-    data = file.read_bytes()
+    try:
+        data = file.read_bytes()
+    except PermissionError:
+        raise ValueError(f"{path}: permission denied; make it readable") from None
     if not data.strip():
         raise ValueError(f"{path}: the file is empty; {HOW_TO_GET_HLO}")
     try:
@@ -84,16 +81,18 @@ def _text(path: str) -> str:
     return text
 
 
-def _program(path: str, text: str) -> Program:
-    """HLO text read as a module; a ValueError where it is not the module JAX hands XLA."""
-    if _MLIR.search(text, 0, 100_000):
+def _program(path: str, text: str, path_map: Sequence[tuple[str, str]] = ()) -> Program:
+    """HLO text read as a module (its recorded paths mapped by ``path_map``, as
+    :func:`~find_barriers.program.read_hlo` does); a ValueError where it is not the module JAX
+    hands XLA."""
+    if MLIR.search(text, 0, 100_000):
         raise ValueError(f"{path}: StableHLO/MLIR text, not HLO; {HOW_TO_GET_HLO}")
     if _SCHEDULED.search(text, 0, 100_000):
         raise ValueError(
             f"{path}: a compiled (scheduled) module, after XLA's passes; pass {_before(Path(path))}"
         )
     try:
-        program = read_hlo(text)
+        program = read_hlo(text, path_map)
     except ValueError as error:
         raise ValueError(f"{path}: {error}; is the file cut off?") from None
     if not program.computations:
@@ -111,7 +110,11 @@ def dump_modules(path: str, pattern: str | None = None) -> list[str]:
     directory = Path(path)
     if not directory.is_dir():
         return [path]
-    found = sorted(str(file) for file in directory.glob(f"*{BEFORE}"))
+    try:
+        found = sorted(str(file) for file in directory.glob(f"*{BEFORE}"))
+        next(directory.iterdir(), None)  # glob is silent about a folder it cannot list
+    except PermissionError:
+        raise ValueError(f"{path}: permission denied; make the directory readable") from None
     matching = [file for file in found if pattern is None or re.search(pattern, module_name(file))]
     if not matching:
         narrowed = f" whose name matches {pattern!r}" if pattern and found else ""
@@ -122,9 +125,12 @@ def dump_modules(path: str, pattern: str | None = None) -> list[str]:
     return matching
 
 
-def read_modules(paths: Sequence[str], pattern: str | None = None) -> list[Module]:
-    """Every module the paths name (files, or dump directories), each read once; a module whose
-    text an earlier one already had is marked ``same_as`` it."""
+def read_modules(
+    paths: Sequence[str], pattern: str | None = None, path_map: Sequence[tuple[str, str]] = ()
+) -> list[Module]:
+    """Every module the paths name (files, or dump directories) whose name ``pattern`` matches,
+    each read once, its recorded paths mapped by ``path_map``; a module whose text an earlier one
+    already had is marked ``same_as`` it. A ValueError where ``pattern`` matches none."""
     if pattern is not None:
         try:
             re.compile(pattern)
@@ -132,10 +138,16 @@ def read_modules(paths: Sequence[str], pattern: str | None = None) -> list[Modul
             raise ValueError(f"--module {pattern!r} is not a regular expression: {error}") from None
     files = [file for path in paths for file in dump_modules(path, pattern)]
     seen: dict[bytes, str] = {}
-    modules = []
+    modules, names = [], set()
     for file in dict.fromkeys(files):
         text = _text(file)
         digest = hashlib.blake2b(text.encode(), digest_size=16).digest()  # not every text kept
         first = seen.setdefault(digest, file)
-        modules.append(Module(file, _program(file, text), None if first == file else first))
+        module = Module(file, _program(file, text, path_map), None if first == file else first)
+        names.add(module.name)
+        if pattern is None or re.search(pattern, module.name):
+            modules.append(module)
+    if not modules:
+        every = ", ".join(sorted(names))
+        raise ValueError(f"--module {pattern!r} matches no module's name (the modules: {every})")
     return modules

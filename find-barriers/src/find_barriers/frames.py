@@ -16,9 +16,11 @@ INSTALLED = r"(?:site|dist)-packages/"
 LIBRARIES = re.compile(
     rf"(?:^|/){INSTALLED}(?:jax|jaxlib|flax|optax|orbax|chex)/|(?:^|/)jax/_src/"
     r"|(?:^|/)maxtext/integration/tunix/tunix_adapter\.py$"
+    r"|^<frozen |/lib/python3\.\d+/(?!site-packages/|dist-packages/)[^/]+\.py$"
 )
-"""Files that are not the user's: JAX, Flax, optax, Orbax and chex wherever installed; and
-MaxText 0.2.5's tunix adapter, which wraps ``jax.lax.with_sharding_constraint`` once imported."""
+"""Files that are not the user's: JAX, Flax, optax, Orbax and chex wherever installed; Python's
+own (``<frozen runpy>``, ``lib/python3.12/runpy.py``); and MaxText 0.2.5's tunix adapter, which
+wraps ``jax.lax.with_sharding_constraint`` once imported."""
 
 
 def readable(frame: Frame | None) -> str | None:

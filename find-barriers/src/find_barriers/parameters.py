@@ -5,54 +5,71 @@ from __future__ import annotations
 
 import functools
 
+from find_barriers.flow import CALLS, Flow, Reach
 from find_barriers.loops import loop_parts, state_element
-from find_barriers.program import Instruction, Program, behind, callees, passes_on, tuple_index
-from find_barriers.shapes import array_shapes, has_dims
+from find_barriers.phases import BACKWARD, FORWARD
+from find_barriers.program import (
+    Instruction,
+    Program,
+    behind,
+    callees,
+    hands_on,
+    passes_on,
+    tuple_index,
+)
+from find_barriers.shapes import array_shapes, elements_of
+
+WEIGHT_GRADIENT, ACTIVATION_GRADIENT, UNKNOWN = "weight gradient", "activation gradient", "unknown"
 
 
-def role(op_name: str | None, parameter: str | None, output: int | str | None) -> str:
-    """What the dot computes: the ``forward`` pass (JAX names the backward pass
-    ``transpose(...)`` in ``op_name``), a ``weight gradient`` (the parameter, or an output it
-    reaches, is known), an ``activation gradient``, or ``unknown`` without an ``op_name``.
+def role(phase: str | None, parameter: str | None, reach: Reach) -> str:
+    """What a dot computes, by where its value goes: the ``forward`` pass (recomputed or not); a
+    ``weight gradient`` when its value reaches an output of the step (a parameter's gradient,
+    update or moments) or a forward dot shows whose gradient it is; an ``activation gradient``
+    when every use was followed and none reaches an output; else ``unknown``.
 
-    >>> role("jit(step)/jvp(bhqk,bkhd->bqhd)/dot_general", None, None)
-    'forward'
-    >>> role("jit(step)/transpose(jvp())/dot_general", "model.states[0][3]", None)
+    >>> role("backward", None, Reach(frozenset({3})))
     'weight gradient'
+    >>> role("backward", None, Reach()), role("backward", None, Reach(unfollowed=True))
+    ('activation gradient', 'unknown')
     """
-    if op_name is not None and "transpose(" not in op_name:
-        return "forward"
-    if parameter is not None or output is not None:
-        return "weight gradient"
-    return "unknown" if op_name is None else "activation gradient"
+    if phase == FORWARD:
+        return FORWARD
+    if reach.outputs or parameter is not None:
+        return WEIGHT_GRADIENT
+    return ACTIVATION_GRADIENT if phase == BACKWARD and not reach.unfollowed else UNKNOWN
 
 
 class Parameters:
     """Which parameter each weight-gradient dot differentiates: the dot that reads the same
-    activation in the forward pass and, as its other operand, an entry parameter with the
-    gradient's sizes. Named as the dump names it (``model.head.kernel.value`` under
-    ``jax.jit``, ``model.states[0][32]`` under ``nnx.jit``)."""
+    activation in the forward pass, and as its other operand a value of the gradient's sizes that
+    comes from an entry parameter. Named as the dump names it (``params['head']['kernel']`` under
+    ``jax.jit``, ``model.states[0][32]``, a position, under ``nnx.jit``)."""
 
     def __init__(self, program: Program) -> None:
         self.program = program
+        self.flow = Flow(program, same_value=True)
         self.origin = functools.cache(self._origin)  # each worked out once, kept with this
-        self.readers = functools.cache(self._readers)  # instance (not the class: no leak)
+        self.readers = functools.cache(self.flow.dots_reading)  # instance (not the class)
 
-    def _origin(self, name: str) -> tuple[Instruction | None, bool]:
+    def _origin(self, name: str, weight: bool = False) -> tuple[Instruction | None, bool]:
         """What made value ``name`` (None: the module does not say), and whether it was sliced on
         the way (a stacked layer's weight, read one layer at a time): followed through calls,
-        loops, tuples, slices and ops that pass a value on."""
+        loops, tuples, barriers, slices and ops that pass a value on; for a ``weight``, through
+        transposes too (a tied table is read transposed)."""
         program, sliced, seen = self.program, False, set()
         inst = program.by_name.get(name)
         while inst is not None and inst.name not in seen:
             seen.add(inst.name)
-            if passes_on(inst):
+            if passes_on(inst) or (hands_on(inst) and len(inst.operands) == 1):
                 following = inst.operands[0] if inst.operands else None
             elif inst.opcode == "get-tuple-element":
                 following = self._element(inst.operands[0], tuple_index(inst), sliced)
             elif inst.opcode == "dynamic-slice" or self._slices(inst):
                 following, sliced = inst.operands[0], True
-            elif inst.opcode == "transpose" and sliced:  # a stack laid out layer axis first
+            elif (inst.opcode == "transpose" and (sliced or weight)) or (
+                inst.opcode == "reduce" and _reshapes(inst, program)
+            ):  # a stack laid out layer first
                 following = inst.operands[0]
             elif inst.opcode == "parameter":
                 following = self._argument(inst)
@@ -64,28 +81,34 @@ class Parameters:
         return None, sliced
 
     def _argument(self, parameter: Instruction) -> str | None:
-        """The caller's operand behind a called computation's ``parameter``, where one ``call``
-        calls it; None for the entry's parameters and every other case."""
+        """The caller's operand behind a called computation's ``parameter``, where one call calls
+        it; None for the entry's parameters and every other case."""
         program = self.program
         comp = program.owner.get(parameter.name, program.entry)
         callers = program.callers_of(comp) if comp != program.entry else []
         index = int(parameter.operands[0]) if parameter.operands[0].isdigit() else -1
-        if len(callers) != 1 or callers[0][1].opcode != "call":
+        if len(callers) != 1 or callers[0][1].opcode not in CALLS:
             return None
         operands = callers[0][1].operands
         return operands[index] if 0 <= index < len(operands) else None
 
     def _element(self, name: str, index: int, sliced: bool = False) -> str | None:
         """The value that element ``index`` of tuple ``name`` holds, where the module says: a
-        ``tuple``'s operand; for a loop's state or result, the value the loop started with, if
-        its body passes that element on unchanged; and, read one slice at a time (``sliced``),
-        the value a loop stacks into that element each trip (a scan's saved residuals)."""
+        ``tuple``'s operand, an optimisation barrier's, a passing custom call's or a call's; for a
+        loop's state or result, the value the loop started with, if its body passes that element on
+        unchanged; and, read one slice at a time (``sliced``), the value a loop stacks into that
+        element each trip (a scan's saved residuals)."""
         program = self.program
         inst = program.by_name.get(name)
         if inst is None:
             return None
-        if inst.opcode == "tuple":
+        if inst.opcode == "tuple" or hands_on(inst):
             return inst.operands[index] if index < len(inst.operands) else None
+        if inst.opcode == "opt-barrier" and len(inst.operands) == 1:
+            return self._element(inst.operands[0], index, sliced)
+        if inst.opcode in CALLS and len(called := callees(inst)) == 1:  # the callee's result
+            root = program.by_name.get(program.roots.get(called[0], ""))
+            return root.operands[index] if root and root.opcode == "tuple" else None
         loop = self._loop(inst)
         if loop is None or not loop.operands:
             return None
@@ -146,53 +169,37 @@ class Parameters:
         sliced = self.program.by_name.get(result.operands[0])
         return sliced is not None and sliced.name == self.program.parameter(callee, 0)
 
-    def _readers(self, value: Instruction) -> list[tuple[Instruction, int]]:
-        """The dots that read ``value``, via pass-on ops and calls, each with its operand index."""
-        program, found, pending, seen = self.program, [], [value.name], {value.name}
-        while pending:
-            for user, index in program.users(pending.pop()):
-                if user.opcode == "dot":
-                    found.append((user, index))
-                    continue
-                callee = callees(user) if user.opcode == "call" else None
-                name = program.parameter(callee[0], index) if callee else None
-                name = name or (user.name if passes_on(user) else None)
-                if name is not None and name not in seen:
-                    seen.add(name)
-                    pending.append(name)
-        return found
-
     def of(self, dot: Instruction, sizes: tuple[int, ...]) -> str | None:
-        """The parameter whose gradient ``dot`` makes (of sizes ``sizes`` in any order: a
-        transposed kernel has the same), else None."""
-        if tuple(sorted(sizes)) not in self._input_sizes:
-            return None  # no input of the step has them: an activation's gradient, at once
+        """The parameter whose gradient ``dot`` makes (of sizes ``sizes``), else None: a forward
+        dot reads one of ``dot``'s operands and, as its other, a value of those sizes (in any
+        order: a kernel stored transposed has the same) that comes from an entry parameter."""
+        program = self.program
         for operand in dot.operands[:2]:
             activation, _ = self.origin(operand)
-            for forward, index in self.readers(activation) if activation else []:
-                if forward is dot:
+            for forward, index in self.readers(activation.name) if activation else []:
+                read = program.by_name.get(forward.operands[1 - index])
+                if forward is dot or read is None or not _same_sizes(read, sizes):
                     continue
-                weight, stacked = self.origin(forward.operands[1 - index])
-                if weight is not None and self._is_weight(weight, sizes, stacked):
-                    return self.program.op_name(weight) or weight.name
+                weight, _ = self.origin(read.name, weight=True)
+                if weight is not None and self._is_entry_parameter(weight):
+                    return program.op_name(weight) or weight.name
         return None
 
-    @functools.cached_property
-    def _input_sizes(self) -> set[tuple[int, ...]]:
-        """Each step input's sizes, sorted, whole and with any one dimension left out (a stack)."""
-        found: set[tuple[int, ...]] = set()
-        program, index = self.program, 0
-        while (name := program.parameter(program.entry, index)) is not None:
-            for _, dims in array_shapes(program.by_name[name].shape):
-                found.add(tuple(sorted(dims)))
-                found |= {tuple(sorted(dims[:i] + dims[i + 1 :])) for i in range(len(dims))}
-            index += 1
-        return found
-
-    def _is_weight(self, inst: Instruction, sizes: tuple[int, ...], stacked: bool) -> bool:
-        """Whether ``inst`` is a step input of ``sizes`` (or, if ``stacked``, a stack of them)."""
+    def _is_entry_parameter(self, inst: Instruction) -> bool:
         return (
-            self.program.owner.get(inst.name) == self.program.entry
-            and inst.opcode == "parameter"
-            and (has_dims(inst, sizes) or (stacked and has_dims(inst, sizes, stacked=True)))
+            inst.opcode == "parameter" and self.program.owner.get(inst.name) == self.program.entry
         )
+
+
+def _reshapes(reduce: Instruction, program: Program) -> bool:
+    """Whether a ``reduce`` sums only dimensions of size 1 (as a one-expert ``einsum`` does)."""
+    operand = program.by_name.get(reduce.operands[0])
+    return operand is not None and elements_of(operand) == elements_of(reduce) > 0
+
+
+def _same_sizes(inst: Instruction, sizes: tuple[int, ...]) -> bool:
+    """Whether ``inst``'s array has the sizes ``sizes``, in any order, dimensions of size 1 aside
+    (a ``shard_map`` body's one local expert is ``[1, d, h]``, its gradient ``[d, h]``)."""
+    arrays = array_shapes(inst.shape)
+    wider = [size for size in sizes if size != 1]
+    return len(arrays) == 1 and sorted(d for d in arrays[0][1] if d != 1) == sorted(wider)

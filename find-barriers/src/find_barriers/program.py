@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Iterable, Mapping
-from typing import NamedTuple, Protocol
+from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple, Protocol, runtime_checkable
 
 _HEADER = re.compile(r"^\s*(?P<root>ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?=[(a-z])")
 _PLAIN = re.compile(
@@ -20,6 +20,16 @@ _FLAT_GROUP = re.compile(r"\(([^()\[\]{}]*)\)")  # a group with no brackets insi
 _COMPUTATION = re.compile(r"^\s*(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(?:\(.*)?\{\s*$")
 """A computation's header: ``%name (params) -> shape {``, or ``name {`` (as metadata prints it)."""
 _MODULE = re.compile(r"\s*HloModule\s+([\w.\-]+)")
+_ALIAS = re.compile(r"\{(\d*)\}: \((\d+), \{\}")
+"""An ``input_output_alias`` entry: ``{1}: (0, {}, may-alias)``, output 1 reusing parameter 0."""
+HOW_TO_GET_HLO = (
+    "pass HLO text: XLA's module_*.before_optimizations.txt from "
+    "XLA_FLAGS='--xla_dump_to=DIR --xla_dump_hlo_as_text', or lowered.as_text(dialect=\"hlo\")"
+)
+MLIR = re.compile(
+    r"^\s*(module\b|func\.func\b|#loc\d* = |%\S+ = \"?(stablehlo|sdy|func)\.)", re.MULTILINE
+)
+"""Lines only MLIR has: StableHLO, what ``lowered.as_text()`` gives by default."""
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")  # debug_info's tables
 
 _CALLEE = re.compile(r"\b(?:condition|body|to_apply|calls|true_computation|false_computation)=%?([\w.\-]+)")  # fmt: skip
@@ -109,6 +119,7 @@ Value = str | tuple[str, int]
 """A value in a program: an instruction's result, or element ``i`` of its tuple ``(name, i)``."""
 
 
+@runtime_checkable
 class Program(Protocol):
     """What the readers of a module's records ask of it (the site finder, the fold rule, the
     provenance): :class:`HloProgram` answers from HLO text, a StableHLO reader from its MLIR."""
@@ -116,6 +127,9 @@ class Program(Protocol):
     entry: str
     name: str
     """XLA's name for the module (``jit_train_step``); "" where the text gives none."""
+    aliases: Mapping[int, int]
+    """Each entry output that reuses a donated parameter's buffer: output index -> parameter
+    number (``input_output_alias``); a donated parameter's update is that output."""
 
     @property
     def by_name(self) -> Mapping[str, Instruction]: ...
@@ -157,6 +171,9 @@ class HloProgram(Program):
     entry: str
     stacks: dict[int, tuple[Frame, ...]] = dataclasses.field(default_factory=dict)
     name: str = ""
+    aliases: dict[int, int] = dataclasses.field(default_factory=dict)
+    path_map: Sequence[tuple[str, str]] = ()
+    """Recorded path prefixes and what to read each as (a dump made on another machine)."""
 
     @functools.cached_property
     def by_name(self) -> Mapping[str, Instruction]:
@@ -212,7 +229,7 @@ class HloProgram(Program):
         if frame := _FRAME.search(inst.attributes):
             return self.stacks.get(int(frame[1]), ())
         source = _SOURCE.search(inst.attributes)
-        return (Frame(source[1], int(source[2])),) if source else ()
+        return (Frame(mapped(source[1], self.path_map), int(source[2])),) if source else ()
 
     def parameter(self, computation: str, index: int) -> str | None:
         return self._parameters.get((computation, index))
@@ -240,10 +257,27 @@ def callees(inst: Instruction) -> list[str]:
     return [*listed, *_CALLEE.findall(own)]
 
 
-def read_hlo(hlo_text: str) -> HloProgram:
-    """Read HLO text once: computations, the entry, and the stack-frame tables if printed; a line
-    cut off mid-instruction is an error naming its number, and instructions outside any
-    computation go under the name ``""``."""
+def mapped(path: str, path_map: Sequence[tuple[str, str]]) -> str:
+    """``path`` with the first recorded prefix of ``path_map`` it begins with read as its
+    replacement (a whole folder name: ``/srv/a`` is not a prefix of ``/srv/ab``).
+
+    >>> mapped("/home/tpu/proj/model.py", [("/home/tpu/proj", "/ci/checkout")])
+    '/ci/checkout/model.py'
+    """
+    for recorded, local in path_map:
+        rest = path[len(recorded) :]
+        if path.startswith(recorded) and (not rest or rest[0] == "/" or recorded.endswith("/")):
+            return local.rstrip("/") + "/" + rest.lstrip("/") if rest else local
+    return path
+
+
+def read_hlo(hlo_text: str, path_map: Sequence[tuple[str, str]] = ()) -> HloProgram:
+    """Read HLO text once: computations, the entry, the stack-frame tables if printed (each
+    recorded path mapped by ``path_map``, as :func:`mapped` says), the donated parameters; a line
+    cut off mid-instruction is an error naming its number, StableHLO is refused, and
+    instructions outside any computation go under the name ``""``."""
+    if MLIR.search(hlo_text, 0, 100_000):
+        raise ValueError(f"StableHLO/MLIR text, not HLO; {HOW_TO_GET_HLO}")
     found: dict[str, list[Instruction]] = {}
     tables: dict[str, dict[int, str]] = {name: {} for name in _TABLES}
     entry = current = ""
@@ -269,7 +303,12 @@ def read_hlo(hlo_text: str) -> HloProgram:
     if "#" in hlo_text:
         _add_element_reads(found)
     module = _MODULE.match(hlo_text)
-    return HloProgram(found, entry, _stacks(tables), module[1] if module else "")
+    header = hlo_text.partition("\n")[0] if module else ""
+    aliases = {int(out or 0): int(param) for out, param in _ALIAS.findall(header)}
+    files = tables["FileNames"]
+    tables["FileNames"] = {key: mapped(file, path_map) for key, file in files.items()}
+    name = module[1] if module else ""
+    return HloProgram(found, entry, _stacks(tables), name, aliases, tuple(path_map))
 
 
 def _add_element_reads(computations: dict[str, list[Instruction]]) -> None:
@@ -337,6 +376,18 @@ def _stacks(tables: dict[str, dict[int, str]]) -> dict[int, tuple[Frame, ...]]:
 def is_sharding_call(inst: Instruction) -> bool:
     """Whether ``inst`` is the ``Sharding`` custom call that sharding-in-types lowering emits."""
     return inst.opcode == "custom-call" and 'custom_call_target="Sharding"' in inst.attributes
+
+
+_HANDING_ON = re.compile(
+    r'custom_call_target="(?:Sharding|SPMDFullToShardShape|SPMDShardToFullShape|xla\.sdy\.\w+|'
+    r'MoveToHost|MoveToDevice|LayoutConstraint)"'
+)
+
+
+def hands_on(inst: Instruction) -> bool:
+    """Whether ``inst`` is a custom call that hands its operands on as its results: a sharding,
+    a manual computation's local or global shape, a memory placement."""
+    return inst.opcode == "custom-call" and _HANDING_ON.search(inst.attributes) is not None
 
 
 def passes_on(inst: Instruction) -> bool:

@@ -8,9 +8,10 @@ import json
 from collections.abc import Sequence
 
 from find_barriers import __version__
-from find_barriers.check import ACCEPTED, IGNORED, VERDICTS, Checked
+from find_barriers.baseline import describe
+from find_barriers.check import ACCEPTED, IGNORED, NEW, VERDICTS, Result
 from find_barriers.frames import readable
-from find_barriers.rules import rule_of
+from find_barriers.rules import STALE_ENTRY, rule_of
 from find_barriers.sites import TransposeSite
 
 SCHEMA = "find-barriers/3"
@@ -67,42 +68,75 @@ def site_lines(site: TransposeSite, status: str | None) -> list[str]:
     return lines
 
 
-def summary(sites: Sequence[TransposeSite]) -> str:
-    """``3 transpose-of-dot sites: 1 blocked, 2 foldable, 0 kept``."""
+def summary(sites: Sequence[TransposeSite], statuses: Sequence[str | None] = ()) -> str:
+    """``3 transpose-of-dot sites: 1 blocked (1 new), 2 foldable, 0 kept``: the statuses of the
+    blocked ones in brackets, where given."""
     plural = "" if len(sites) == 1 else "s"
-    counts = ", ".join(f"{sum(s.verdict == v for s in sites)} {v}" for v in VERDICTS)
-    return f"{len(sites)} transpose-of-dot site{plural}: {counts}"
+    counts = [f"{sum(s.verdict == v for s in sites)} {v}" for v in VERDICTS]
+    if of_blocked := [
+        f"{statuses.count(k)} {k}" for k in (NEW, ACCEPTED, IGNORED) if k in statuses
+    ]:
+        counts[0] += f" ({', '.join(of_blocked)})"
+    return f"{len(sites)} transpose-of-dot site{plural}: {', '.join(counts)}"
 
 
-def text(checked: Sequence[Checked], shown: set[str], quiet: bool = False) -> str:
-    """Per module whose path is in ``shown``, its summary and sites, then a total line for more
-    than one module; with ``quiet``, only the findings, one line each, as ruff writes them."""
+def total(result: Result) -> str:
+    """The run in one line: modules, sites by verdict and status, bytes at stake, stale entries."""
+    counted = result.counted
+    sites = [site for item in counted for site in item.sites]
+    statuses = [status for item in counted for _, status in item]
+    stake = sum(item.bytes_at_stake for item in counted) and size(
+        sum(item.bytes_at_stake for item in counted)
+    )
+    line = f"{len(counted)} module{'' if len(counted) == 1 else 's'}: {summary(sites, statuses)}"
+    if stale := len(result.stale):
+        line += f"; {stale} stale baseline entr{'y' if stale == 1 else 'ies'}"
+    return f"{line}; {stake} at stake per step" if stake else line
+
+
+def stale_lines(result: Result) -> list[str]:
+    """Each stale baseline entry, with what to do, as the text lists a finding."""
+    fix = f"{'':16}fix: {STALE_ENTRY.fix}. See {STALE_ENTRY.url}"
+    return [f"  {STALE_ENTRY.code} stale     {describe(entry)}" for entry in result.stale] + (
+        [fix] if result.stale else []
+    )
+
+
+def text(result: Result, shown: set[str], quiet: bool = False, verbose: bool = False) -> str:
+    """The new blocked sites by module, with their fixes, any stale baseline entries, then the
+    run in one line (:func:`total`), as a linter reports; with ``verbose``, every site of each
+    module whose path is in ``shown``; with ``quiet``, only the findings, one line each, as
+    ruff writes them."""
     if quiet:
-        return "\n".join(
+        findings = [
             f"{readable(site.user_line or site.source) or item.module.path}: "
             f"{rule.code} {rule.summary}: {site.what}, {site.chain}"
             + (f" (via {readable(site.via)})" if site.via else "")
-            for item in checked
+            for item in result.modules
             for site in item.findings
             if (rule := rule_of(site))
-        )
+        ]
+        stale = [f"{result.baseline}: {STALE_ENTRY.code} {describe(e)}" for e in result.stale]
+        return "\n".join(findings + stale)
     lines = []
-    for item in checked:
+    for item in result.modules:
         path, same_as = item.module.path, item.module.same_as
-        if same_as:
+        if same_as and verbose:
             lines.append(f"{path}: the same module as {same_as}, not counted again")
-        elif path in shown:
+        elif verbose and path in shown:
             at_stake = item.bytes_at_stake
             stake = f"; {size(at_stake)} at stake per step" if at_stake else ""
-            lines.append(f"{path}: {summary(item.sites)}{stake}")
+            lines.append(f"{path}: {summary(item.sites, item.statuses)}{stake}")
             listed = sorted(item, key=_listing_order)
             lines += [line for site, status in listed for line in site_lines(site, status)]
-    if len(checked) > 1:
-        counted = [item for item in checked if not item.module.same_as]
-        every = summary([site for item in counted for site in item.sites])
-        total = size(sum(item.bytes_at_stake for item in counted))
-        lines.append(f"total: {len(counted)} modules, {every}; {total} at stake per step")
-    return "\n".join(lines)
+        elif findings := item.findings:
+            lines.append(f"{path}: {len(findings)} new blocked site{'s' * (len(findings) > 1)}")
+            listed = sorted(((site, NEW) for site in findings), key=_listing_order)
+            lines += [line for site, status in listed for line in site_lines(site, status)]
+    if result.stale:
+        lines.append(f"{result.baseline}: {len(result.stale)} stale ({STALE_ENTRY.name})")
+        lines += stale_lines(result)
+    return "\n".join([*lines, total(result)])
 
 
 def record(site: TransposeSite, status: str | None) -> dict:
@@ -128,8 +162,9 @@ def record(site: TransposeSite, status: str | None) -> dict:
     }
 
 
-def as_json(checked: Sequence[Checked], exit_status: int) -> str:
-    """Every module and its sites as one JSON document of :data:`SCHEMA`."""
+def as_json(result: Result, exit_status: int) -> str:
+    """Every module and its sites, and the stale baseline entries, as one JSON document of
+    :data:`SCHEMA`."""
     modules = [
         {
             "file": item.module.path,
@@ -139,15 +174,17 @@ def as_json(checked: Sequence[Checked], exit_status: int) -> str:
             "bytes_at_stake": item.bytes_at_stake,
             "sites": [record(site, status) for site, status in item],
         }
-        for item in checked
+        for item in result.modules
     ]
-    counted = [item for item in checked if not item.module.same_as]
-    total = {v: sum(item.counts[v] for item in counted) for v in VERDICTS} | {
+    counted = result.counted
+    totals = {v: sum(item.counts[v] for item in counted) for v in VERDICTS} | {
         "new_blocked": sum(len(item.findings) for item in counted),
+        "stale": len(result.stale),
         "bytes_at_stake": sum(item.bytes_at_stake for item in counted),
     }
     document = {"schema": SCHEMA, "version": __version__, "exit_status": exit_status}
-    return json.dumps(document | {"modules": modules, "total": total}, indent=2)
+    stale = {"baseline": result.baseline, "stale": result.stale}
+    return json.dumps(document | {"modules": modules, "total": totals} | stale, indent=2)
 
 
 def _escape(value: str, properties: bool = False) -> str:
@@ -168,13 +205,19 @@ def place(module_path: str, site: TransposeSite) -> tuple[str, int | None]:
     return (shown.rpartition(":")[0], frame.line) if frame and shown else (module_path, None)
 
 
-def github(checked: Sequence[Checked]) -> str:
-    """One ``::error`` workflow command per finding, at the user's line, titled by its rule."""
+def github(result: Result, strict: bool = False) -> str:
+    """One ``::error`` workflow command per finding, at the user's line, titled by its rule; a
+    ``::warning`` (``::error`` if ``strict``) per stale baseline entry, at the baseline file."""
     lines = []
-    for item in checked:
+    for item in result.modules:
         for site, rule in ((s, r) for s in item.findings if (r := rule_of(s))):
             file, line = place(item.module.path, site)
             where = f"file={_escape(file, True)}" + (f",line={line}" if line else "")
             title = _escape(f"find-barriers {rule.code} ({rule.name}): {item.module.name}", True)
             lines.append(f"::error {where},title={title}::{_escape(message(site))}")
+    level = "error" if strict else "warning"
+    title = _escape(f"find-barriers {STALE_ENTRY.code} ({STALE_ENTRY.name})", True)
+    for entry in result.stale:
+        text = _escape(f"{STALE_ENTRY.summary}: {describe(entry)}. Fix: {STALE_ENTRY.fix}")
+        lines.append(f"::{level} file={_escape(result.baseline or '', True)},title={title}::{text}")
     return "\n".join(lines)

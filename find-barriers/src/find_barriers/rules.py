@@ -51,17 +51,26 @@ OTHER_FOLD = Rule(
     "(a one-device compile that keeps the Sharding calls)",
     "guides/maxtext_decoder.html#fix-activation-folds",
 )
-RULES = {rule.code: rule for rule in (WEIGHT_GRADIENT, CONSTRAINT, OTHER_FOLD)}
+STALE_ENTRY = Rule(
+    "FB004",
+    "stale-baseline-entry",
+    "A baseline entry matches no blocked site: the fold it accepted is fixed, or the site changed",
+    "write the baseline again (--write-baseline FILE), so that a regression to the old site "
+    "fails the check; --strict-baseline makes a stale entry fail it now",
+    "guides/check_a_run.html#stale-baseline",
+)
+RULES = {rule.code: rule for rule in (WEIGHT_GRADIENT, CONSTRAINT, OTHER_FOLD, STALE_ENTRY)}
 """Every rule, by ID."""
 
 
 def rule_of(site: TransposeSite) -> Rule | None:
-    """The rule a site breaks: None unless a ``Sharding`` call blocks a fold XLA would make."""
+    """The rule a site breaks: None unless a ``Sharding`` call blocks a fold XLA would make; a site
+    whose role is unknown is taken as a weight gradient, never as a fold no rewrite pays for."""
     if not site.blocked:
         return None
     if site.placed_by == "constraint":
         return CONSTRAINT
-    return WEIGHT_GRADIENT if site.role == "weight gradient" else OTHER_FOLD
+    return OTHER_FOLD if site.role in ("forward", "activation gradient") else WEIGHT_GRADIENT
 
 
 def parse_codes(text: str) -> set[str]:

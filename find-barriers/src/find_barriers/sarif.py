@@ -1,20 +1,20 @@
 """``find-barriers --format sarif``: a SARIF 2.1.0 log, for code scanning. One result per blocked
-site not ignored, at the user's line, with its rule and a fingerprint of its own."""
+site not ignored, at the user's line, and per stale baseline entry, at the baseline file, each with
+its rule and a fingerprint of its own."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Sequence
 
 from find_barriers import __version__
-from find_barriers.baseline import key
-from find_barriers.check import ACCEPTED, NEW, Checked
+from find_barriers.baseline import describe, key, tag
+from find_barriers.check import ACCEPTED, NEW, Result
 from find_barriers.dumps import Module
 from find_barriers.frames import readable
 from find_barriers.report import message, place
-from find_barriers.rules import DOCS_URL, RULES, rule_of
+from find_barriers.rules import DOCS_URL, RULES, STALE_ENTRY, rule_of
 from find_barriers.sites import TransposeSite
 
 SARIF_SCHEMA = (
@@ -32,11 +32,12 @@ def fingerprint(module: Module, site: TransposeSite, seen: Counter) -> str:
     return hashlib.sha256(f"{identity}#{seen[identity]}".encode()).hexdigest()
 
 
-def sarif(checked: Sequence[Checked]) -> str:
+def sarif(result: Result, strict: bool = False) -> str:
     """The log: the tool with its version and rules, then one result per blocked site (``error``
-    when new; ``note``, suppressed, when the baseline accepts it)."""
+    when new; ``note``, suppressed, when the baseline accepts it), and one per stale baseline
+    entry, at the baseline file (``warning``; ``error`` if ``strict``)."""
     results, seen = [], Counter[str]()
-    for item in checked:
+    for item in result.modules:
         for site, status in item:
             rule = rule_of(site)
             if rule is None or status not in (NEW, ACCEPTED):
@@ -44,7 +45,7 @@ def sarif(checked: Sequence[Checked]) -> str:
             file, line = place(item.module.path, site)
             location: dict[str, object] = {"artifactLocation": {"uri": file}}
             location |= {"region": {"startLine": line}} if line else {}
-            result = {
+            found = {
                 "ruleId": rule.code,
                 "ruleIndex": list(RULES).index(rule.code),
                 "level": "error" if status == NEW else "note",
@@ -53,8 +54,23 @@ def sarif(checked: Sequence[Checked]) -> str:
                 "partialFingerprints": {"findBarriers/v2": fingerprint(item.module, site, seen)},
             }
             if status == ACCEPTED:
-                result["suppressions"] = [{"kind": "external", "justification": "in the baseline"}]
-            results.append(result)
+                found["suppressions"] = [{"kind": "external", "justification": "in the baseline"}]
+            results.append(found)
+    for entry in result.stale:
+        seen[identity := tag(entry)] += 1
+        digest = hashlib.sha256(f"{identity}#{seen[identity]}".encode()).hexdigest()
+        results.append(
+            {
+                "ruleId": STALE_ENTRY.code,
+                "ruleIndex": list(RULES).index(STALE_ENTRY.code),
+                "level": "error" if strict else "warning",
+                "message": {"text": f"{STALE_ENTRY.summary}: {describe(entry)}"},
+                "locations": [
+                    {"physicalLocation": {"artifactLocation": {"uri": result.baseline or ""}}}
+                ],
+                "partialFingerprints": {"findBarriers/v2": digest},
+            }
+        )
     rules = [
         {
             "id": rule.code,

@@ -8,10 +8,11 @@ import functools
 from collections.abc import Mapping
 
 from find_barriers import fold
+from find_barriers.flow import Flow, Reach
 from find_barriers.frames import layer_lines, placed_by, readable, user_frames
 from find_barriers.loops import run_counts
-from find_barriers.outputs import outputs_reached
 from find_barriers.parameters import Parameters, role
+from find_barriers.phases import FORWARD, Phases
 from find_barriers.program import (
     Frame,
     Instruction,
@@ -153,8 +154,15 @@ def value_source(
 
 def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[TransposeSite]:
     """Every transpose a dot feeds through pass-through ops only, in ``_site_order``; ``dims``
-    keeps those of that size set."""
-    count, parameters = run_counts(program), Parameters(program)
+    keeps those of that size set. A TypeError says what to pass instead of a program."""
+    if not isinstance(program, Program):
+        raise TypeError(f"find_sites takes a program, not {_kind(program)}: {HOW_TO_READ}")
+    count, parameters, phases, flow = (
+        run_counts(program),
+        Parameters(program),
+        Phases(program),
+        Flow(program),
+    )
     sites = []
     for comp, inst in program.transposes():
         if not has_dims(inst, dims):
@@ -165,38 +173,59 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
         between = tuple("Sharding" if is_sharding_call(op) else op.opcode for op in chain)
         shapes = inst.shape.split("{")[0], origin.shape.split("{")[0]
         placed = placed_by(program, [op for op in chain if is_sharding_call(op)])
-        op_name = program.op_name(origin)
-        forward = role(op_name, None, None) == "forward"  # no parameter to look for
+        phase = phases.of(origin)
+        backward = phase != FORWARD  # a forward value is no parameter's: nothing to look for
+        reach = flow.reach(inst.name) if backward else Reach()
+        output = min(reach.outputs, default=None)
         sizes = array_shapes(inst.shape)[0][1]
+        parameter = parameters.of(origin, sizes) if backward else None
         sites.append(
             TransposeSite(
                 *(inst.name, shapes[0], origin.name, between, shapes[1]),
-                op_name=op_name,
+                op_name=program.op_name(origin),
+                output=output,
                 no_fold=fold.no_fold(program, inst, chain, origin),
                 trips=count(comp),
                 stack=program.stack(origin),
-                parameter=None if forward else parameters.of(origin, sizes),
+                parameter=parameter or _updated(program, reach),
+                role=role(phase, parameter, reach),
                 placed_by=placed[0],
                 placed_at=placed[1],
             )
         )
-    backward = [site.transpose for site in sites if role(site.op_name, None, None) != "forward"]
-    reached = dict.fromkeys(site.transpose for site in sites) | outputs_reached(program, backward)
     known = [user_frames(stack) for stack in program.known_stacks()] if sites else []
     lines = layer_lines([site.user_stack for site in sites], known)
     return sorted(
         (
-            dataclasses.replace(
-                site,
-                output=reached[site.transpose],
-                role=role(site.op_name, site.parameter, reached[site.transpose]),
-                user_line=line,
-                via=via,
-            )
+            dataclasses.replace(site, user_line=line, via=via)
             for site, (line, via) in zip(sites, lines, strict=True)
         ),
         key=_site_order,
     )
+
+
+HOW_TO_READ = (
+    'find_sites(read_hlo(lowered.as_text(dialect="hlo", debug_info=True))) for a '
+    "jax.stages.Lowered, find_sites(read_module(path)) for a dump file"
+)
+
+
+def _kind(value: object) -> str:
+    """What a value is, for an error message: ``a jax.stages.Lowered``, ``a str``."""
+    kind = type(value)
+    module = "jax.stages" if kind.__module__.startswith("jax") else kind.__module__
+    return f"a {kind.__name__}" if module == "builtins" else f"a {module}.{kind.__name__}"
+
+
+def _updated(program: Program, reach: Reach) -> str | None:
+    """The donated parameter whose buffer the first output ``reach`` reaches reuses: the one that
+    output updates (its name as the module gives it)."""
+    for output in sorted(reach.outputs):
+        if (number := program.aliases.get(output)) is not None:
+            name = program.parameter(program.entry, number)
+            inst = program.by_name.get(name) if name else None
+            return inst and (program.op_name(inst) or inst.name)
+    return None
 
 
 def _site_order(site: TransposeSite) -> tuple:
