@@ -2,6 +2,7 @@
 find-barriers' action it uses, run here in a copy of the checkout, pass with the committed
 baseline and fail on one more blocked layer."""
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -57,3 +58,15 @@ def test_one_more_blocked_layer_fails_the_job_at_that_layer_only(steps, runner, 
     assert line.startswith("::error file=snippets/one_training_step.py,line=")
     assert "title=find-barriers FB001 (blocked-weight-gradient)" in line
     assert "Blocked fold: weight gradient of model.layers[2].kernel.value, dot f32[64,64]" in line
+
+
+def test_the_actions_paths_are_one_a_line_and_may_hold_spaces(steps, runner, tmp_path):
+    data = ROOT / "find-barriers" / "tests" / "data"
+    folders = [tmp_path / "dump one", tmp_path / "dump two"]
+    for folder, name in zip(folders, ("scanned_fixed.hlo.txt", "scanned.hlo.txt"), strict=True):
+        folder.mkdir()
+        shutil.copy(data / name, folder / "module_0001.jit_train_step.before_optimizations.txt")
+    check = steps[2]._replace(env=steps[2].env | {"PATHS": f"{folders[0]}\n  {folders[1]}  \n\n"})
+    found = run_step(check, tmp_path, **HERE, **runner, BASELINE="", FORMAT="text")
+    assert found.returncode == 1, found.stderr
+    assert found.stdout.splitlines()[-1].startswith("2 modules: 6 transpose-of-dot sites")

@@ -9,10 +9,10 @@ import pytest
 from find_barriers.cli import main
 
 DATA = Path(__file__).with_name("data")
-"""XLA:CPU's dumps of the steps of ``tests/checker_models.py`` in the site's repository (made by
-``python -m tests.checker_fixtures`` there): a scanned stack with gradient accumulation, the same
-with the kernel-order fix, three layers through one helper, and each with its model's lines
-shifted by one."""
+"""XLA:CPU's dumps of the steps of ``tests/checker_models.py`` and ``tests/checker_patterns.py`` in
+the site's repository (made by ``python -m tests.checker_fixtures`` there): a scanned stack with
+gradient accumulation, the same with the kernel-order fix, three layers through one helper, each
+with its model's lines shifted by one; and remat, tied-table and shard_map steps, each fixed too."""
 MODEL = "/home/user/project/model.py"
 """Where the dumps say the model is."""
 SHARED_DOT_LINE = 30

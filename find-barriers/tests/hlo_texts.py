@@ -145,3 +145,67 @@ ENTRY %main (a: f32[2,4], b: f32[4,8]) -> f32[8,2] {
 }
 """
 """A module whose get-tuple-element lost its ``index=``: an edited file, not one XLA writes."""
+
+ROLES = """
+HloModule jit_step, input_output_alias={ {0}: (0, {}, may-alias) }
+
+shared {
+  v = f32[4,8]{1,0} parameter(0)
+  ROOT n = f32[4,8]{1,0} negate(v)
+}
+
+branch_a {
+  pa = (f32[4,8]{1,0}) parameter(0)
+  one = f32[] constant(1)
+  ROOT ea = f32[4,8]{1,0} broadcast(one), dimensions={}
+}
+
+branch_b {
+  pb = (f32[4,8]{1,0}) parameter(0)
+  eb = f32[4,8]{1,0} get-tuple-element(pb), index=0
+  ROOT zb = f32[4,8]{1,0} multiply(eb, eb)
+}
+
+ENTRY main {
+  w = f32[4,8]{1,0} parameter(0), metadata={op_name="params['w']"}
+  g = f32[2,8]{1,0} parameter(1)
+  x = f32[2,4]{1,0} parameter(2)
+  flag = pred[] parameter(3)
+  d1 = f32[8,4]{1,0} dot(g, x), lhs_contracting_dims={0}, rhs_contracting_dims={0}, metadata={op_name="jit(step)/transpose(jvp(f))/dot_general"}
+  s1 = f32[8,4]{1,0} custom-call(d1), custom_call_target="Sharding", sharding={replicated}
+  t1 = f32[4,8]{0,1} transpose(s1), dimensions={1,0}
+  u1 = f32[4,8]{1,0} subtract(w, t1)
+  d2 = f32[8,4]{1,0} dot(g, x), lhs_contracting_dims={0}, rhs_contracting_dims={0}, metadata={op_name="jit(step)/transpose(jvp(f))/dot_general"}
+  s2 = f32[8,4]{1,0} custom-call(d2), custom_call_target="Sharding", sharding={replicated}
+  t2 = f32[4,8]{0,1} transpose(s2), dimensions={1,0}
+  r2 = f32[4] reduce(t2, zero), dimensions={1}, to_apply=shared
+  zero = f32[] constant(0)
+  d3 = f32[8,4]{1,0} dot(g, x), lhs_contracting_dims={0}, rhs_contracting_dims={0}, metadata={op_name="jit(step)/transpose(jvp(f))/dot_general"}
+  s3 = f32[8,4]{1,0} custom-call(d3), custom_call_target="Sharding", sharding={replicated}
+  t3 = f32[4,8]{0,1} transpose(s3), dimensions={1,0}
+  o3 = f32[4,8]{1,0} custom-call(t3), custom_call_target="SomeKernel"
+  d4 = f32[8,4]{1,0} dot(g, x), lhs_contracting_dims={0}, rhs_contracting_dims={0}, metadata={op_name="jit(step)/transpose(jvp(f))/checkpoint/rematted_computation/dot_general"}
+  s4 = f32[8,4]{1,0} custom-call(d4), custom_call_target="Sharding", sharding={replicated}
+  t4 = f32[4,8]{0,1} transpose(s4), dimensions={1,0}
+  d5 = f32[8,4]{1,0} dot(g, x), lhs_contracting_dims={0}, rhs_contracting_dims={0}, metadata={op_name="jit(step)/transpose(jvp(f))/dot_general"}
+  s5 = f32[8,4]{1,0} custom-call(d5), custom_call_target="Sharding", sharding={replicated}
+  t5 = f32[4,8]{0,1} transpose(s5), dimensions={1,0}
+  c5 = f32[4,8]{1,0} call(t5), to_apply=shared
+  c6 = f32[4,8]{1,0} call(w), to_apply=shared
+  k5 = (f32[4,8]{1,0}) tuple(c5)
+  kw = (f32[4,8]{1,0}) tuple(w)
+  b5 = f32[4,8]{1,0} conditional(flag, kw, k5), true_computation=branch_a, false_computation=branch_b
+  d7 = f32[8,4]{1,0} dot(g, x), lhs_contracting_dims={0}, rhs_contracting_dims={0}, metadata={op_name="jit(step)/transpose(jvp(f))/dot_general"}
+  s7 = f32[8,4]{1,0} custom-call(d7), custom_call_target="Sharding", sharding={replicated}
+  t7 = f32[4,8]{0,1} transpose(s7), dimensions={1,0}
+  ids = s32[4,1]{1,0} parameter(4)
+  table = f32[16,8]{1,0} broadcast(zero), dimensions={}
+  l7 = f32[16,8]{1,0} scatter(table, ids, t7), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=shared
+  ROOT out = (f32[4,8]{1,0}, f32[4,8]{1,0}, f32[4,8]{1,0}, f32[16,8]{1,0}) tuple(u1, b5, c6, l7)
+}
+"""
+"""Six backward dots a ``Sharding`` call blocks, each value going somewhere else: ``t1`` into the
+update of the donated parameter ``w`` (output 0), ``t2`` into a reduction only, ``t3`` into a
+custom call nobody knows, ``t4`` a forward recomputed under remat, ``t5`` through a computation
+called twice (the other call, on ``w``, is output 2) and the false branch of a conditional (the
+true one drops what it is given) to output 1, ``t7`` only as what a scatter writes into a table (a lookup's gradient, output 3)."""

@@ -120,6 +120,16 @@ def test_a_helper_several_layers_share_shows_each_layers_line_via_it():
     assert layer_lines([()]) == [(None, None)]
 
 
+def test_pythons_own_frames_are_not_the_users():
+    """A driver run with ``runpy``: its frames are Python's, not the user's."""
+    runpy = [Frame("<frozen runpy>", 88), Frame("/usr/lib/python3.12/runpy.py", 286)]
+    mine = Frame("/srv/lib/python3.12/site-packages/mine/train.py", 3)
+    assert user_frames([*runpy, mine, Frame("/home/me/train.py", 5)]) == (
+        mine,
+        Frame("/home/me/train.py", 5),
+    )
+
+
 def test_frames_repeated_by_nested_traces_count_once():
     jax_frame = Frame("/v/lib/site-packages/jax/_src/api.py", 3)
     model, step = Frame("/me/m.py", 5, "M.__call__"), Frame("/me/t.py", 9, "step")

@@ -17,9 +17,6 @@ from find_barriers.rules import rule_of
 from find_barriers.sites import TransposeSite
 
 FORMAT = "find-barriers-baseline/3"
-FLAT_INDEX = re.compile(r"^[\w.]*(\[\d+\])+$")
-"""A name that is only a position in a flattened state (``model.states[0][32]``, as ``nnx.jit``
-names a parameter): it shifts when a layer is added, so it is not a key."""
 
 
 def model_frames(module_name: str, stack: Sequence[Frame]) -> list[Frame]:
@@ -43,7 +40,7 @@ def key(module: Module, site: TransposeSite) -> dict:
     rule and shapes, and the parameter where the module names it by path, else the functions of
     the model's own frames (:func:`model_frames`), innermost first (a frame's line only where it
     names no function)."""
-    named = site.parameter if site.parameter and not FLAT_INDEX.match(site.parameter) else None
+    named = None if site.by_position else site.parameter  # a position shifts: not a key
     rule = rule_of(site)
     frames = model_frames(module.name, site.user_stack)
     return {

@@ -67,9 +67,7 @@ class Parameters:
                 following = self._element(inst.operands[0], tuple_index(inst), sliced)
             elif inst.opcode == "dynamic-slice" or self._slices(inst):
                 following, sliced = inst.operands[0], True
-            elif (inst.opcode == "transpose" and (sliced or weight)) or (
-                inst.opcode == "reduce" and _reshapes(inst, program)
-            ):  # a stack laid out layer first
+            elif _reorders(inst, program, transposes=sliced or weight):
                 following = inst.operands[0]
             elif inst.opcode == "parameter":
                 following = self._argument(inst)
@@ -191,15 +189,18 @@ class Parameters:
         )
 
 
-def _reshapes(reduce: Instruction, program: Program) -> bool:
-    """Whether a ``reduce`` sums only dimensions of size 1 (as a one-expert ``einsum`` does)."""
-    operand = program.by_name.get(reduce.operands[0])
-    return operand is not None and elements_of(operand) == elements_of(reduce) > 0
+def _reorders(inst: Instruction, program: Program, transposes: bool) -> bool:
+    """Whether ``inst`` holds its operand's values in another order: a ``transpose`` where those
+    are followed (a stack laid out layer first, a tied table read transposed), or a ``reduce``
+    over dimensions of size 1 only (a ``shard_map`` body's one expert, summed by its einsum)."""
+    if inst.opcode == "transpose":
+        return transposes
+    operand = program.by_name.get(inst.operands[0]) if inst.operands else None
+    unit = operand is not None and elements_of(operand) == elements_of(inst) > 0
+    return inst.opcode == "reduce" and unit
 
 
 def _same_sizes(inst: Instruction, sizes: tuple[int, ...]) -> bool:
-    """Whether ``inst``'s array has the sizes ``sizes``, in any order, dimensions of size 1 aside
-    (a ``shard_map`` body's one local expert is ``[1, d, h]``, its gradient ``[d, h]``)."""
+    """Whether ``inst``'s array has the sizes ``sizes``, in any order."""
     arrays = array_shapes(inst.shape)
-    wider = [size for size in sizes if size != 1]
-    return len(arrays) == 1 and sorted(d for d in arrays[0][1] if d != 1) == sorted(wider)
+    return len(arrays) == 1 and sorted(arrays[0][1]) == sorted(sizes)

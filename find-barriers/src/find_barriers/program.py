@@ -303,7 +303,7 @@ def read_hlo(hlo_text: str, path_map: Sequence[tuple[str, str]] = ()) -> HloProg
     if "#" in hlo_text:
         _add_element_reads(found)
     module = _MODULE.match(hlo_text)
-    header = hlo_text.partition("\n")[0] if module else ""
+    header = hlo_text[: hlo_text.find("\n", module.end())] if module else ""
     aliases = {int(out or 0): int(param) for out, param in _ALIAS.findall(header)}
     files = tables["FileNames"]
     tables["FileNames"] = {key: mapped(file, path_map) for key, file in files.items()}

@@ -12,7 +12,7 @@ from find_barriers.baseline import describe
 from find_barriers.check import ACCEPTED, IGNORED, NEW, VERDICTS, Result
 from find_barriers.frames import readable
 from find_barriers.rules import STALE_ENTRY, rule_of
-from find_barriers.sites import TransposeSite
+from find_barriers.sites import BY_POSITION_NOTE, TransposeSite
 
 SCHEMA = "find-barriers/3"
 """The JSON output's ``schema``: its name and version, raised when a field changes meaning."""
@@ -136,7 +136,17 @@ def text(result: Result, shown: set[str], quiet: bool = False, verbose: bool = F
     if result.stale:
         lines.append(f"{result.baseline}: {len(result.stale)} stale ({STALE_ENTRY.name})")
         lines += stale_lines(result)
-    return "\n".join([*lines, total(result)])
+    return "\n".join([*lines, *position_note(result, verbose), total(result)])
+
+
+def position_note(result: Result, verbose: bool) -> list[str]:
+    """One note where a site listed names its parameter only by a position."""
+    listed = (
+        site for item in result.modules for site in (item.sites if verbose else item.findings)
+    )
+    names = sorted({site.parameter for site in listed if site.by_position})
+    shown = ", ".join(names[:2]) + (", ..." if len(names) > 2 else "")
+    return [f"note: {BY_POSITION_NOTE.format(names=shown)}"] if names else []
 
 
 def record(site: TransposeSite, status: str | None) -> dict:
@@ -156,6 +166,7 @@ def record(site: TransposeSite, status: str | None) -> dict:
         "user_line": readable(site.user_line or site.source),
         "via": readable(site.via),
         "placed_at": readable(site.placed_at),
+        "by_position": site.by_position,
         "bytes": site.bytes,
         "bytes_per_step": site.bytes_per_step,
         "fix": fix(site),

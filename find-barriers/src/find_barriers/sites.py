@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Mapping
 
 from find_barriers import fold
@@ -23,6 +24,13 @@ from find_barriers.program import (
 )
 from find_barriers.shapes import array_shapes, has_dims, shape_bytes
 
+POSITION = re.compile(r"^[\w.]*(\[\d+\])+$")
+"""A name that is only a position in a flattened state (``model.states[0][32]``, as ``nnx.jit``
+names a parameter in graph mode): it shifts when a layer is added, and says nothing of the path."""
+BY_POSITION_NOTE = (
+    "{names} name parameters by their position in nnx.jit's flattened state: "
+    "nnx.jit(..., graph=False), Flax's tree mode, dumps each parameter's path"
+)
 _ALSO_BETWEEN = frozenset({"all-reduce", "get-tuple-element"})
 """Ops that, besides those that pass a value on unchanged (:func:`passes_on`), stand between a dot
 and its transpose without making a new value."""
@@ -110,10 +118,15 @@ class TransposeSite:
         return " -> ".join([ends[0], *reversed(self.between), ends[1]])
 
     @property
+    def by_position(self) -> bool:
+        """Whether the module names the parameter only by a position (:data:`POSITION`)."""
+        return self.parameter is not None and POSITION.match(self.parameter) is not None
+
+    @property
     def what(self) -> str:
         """The site's role and parameter as far as the module names it."""
         if self.parameter is not None:
-            return f"{self.role} of {self.parameter}"
+            return f"{self.role} of {self.parameter}" + " (by position)" * self.by_position
         return self.role if self.output is None else f"{self.role} (output {self.output})"
 
     @property
