@@ -112,6 +112,7 @@ def pattern_dumps(folder: Path) -> dict[str, str]:
             "nnx_tied_fixed": partial(patterns.nnx_step, fixed=True, graph=False),
             "jax_checkpoint": patterns.jax_step,
             "jax_checkpoint_fixed": partial(patterns.jax_step, fixed=True),
+            "shard_map_fsdp": patterns.shard_map_step,
         }
         found = {}
         for name, make in steps.items():

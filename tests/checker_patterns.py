@@ -1,8 +1,9 @@
 """Training steps written as teams write them, whose XLA dumps test find-barriers' roles and names:
 a Flax linen decoder with ``nn.remat`` blocks in ``nn.scan`` and a tied embedding; an nnx model
-whose head reuses its embedding table, with an ``nnx.remat`` MLP; and plain JAX with a shared
-FSDP ``dense`` helper, ``jax.checkpoint`` (with a policy) in ``lax.scan``, a ``shard_map`` expert
-layer and micro-batches accumulated in ``lax.scan``, returning its gradients. Each runs on an
+whose head reuses its embedding table, with an ``nnx.remat`` MLP; plain JAX with a shared FSDP
+``dense`` helper, ``jax.checkpoint`` (with a policy) in ``lax.scan``, a ``shard_map`` expert
+layer and micro-batches accumulated in ``lax.scan``, returning its gradients; and FSDP written by
+hand in ``shard_map``, with ``optax.MultiSteps`` skipping steps that are not finite. Each runs on an
 all-Explicit mesh of four devices; ``fixed=True`` runs every dot under ``auto_axes`` (the
 flagship page's fix 1), so no ``Sharding`` call stands between a dot and a transpose."""
 
@@ -284,3 +285,39 @@ def jax_step(fixed: bool = False):
         return optax.apply_updates(params, updates), state, loss / MICRO, grads
 
     return mesh, train_step, (params, state, batches)
+
+
+# FSDP by hand: each layer gathers its kernel inside shard_map; MultiSteps may skip a step.
+
+
+def manual_fsdp_layer(x, kernel):
+    @partial(jax.shard_map, in_specs=(P("fsdp"), P(None, "fsdp")), out_specs=P("fsdp"))
+    def local(x, kernel):
+        return jnp.tanh(x @ lax.all_gather(kernel, "fsdp", axis=1, tiled=True))
+
+    return local(x, kernel)
+
+
+def shard_map_step():
+    """Two hand-written FSDP layers, a list of kernels; adam accumulated over 2 steps."""
+    mesh = explicit_mesh("fsdp")
+    optimizer = optax.MultiSteps(
+        optax.adam(1e-3), every_k_schedule=2, should_skip_update_fn=optax.skip_not_finite
+    )
+    with jax.set_mesh(mesh):
+        kernels = [jax.device_put(jnp.eye(WIDTH), P(None, "fsdp")) for _ in range(2)]
+        state = optimizer.init(kernels)
+        x = jax.device_put(jnp.ones((8, WIDTH)), P("fsdp"))
+
+    def loss_fn(kernels, x):
+        for kernel in kernels:
+            x = manual_fsdp_layer(x, kernel)
+        return jnp.mean(x**2)
+
+    @jax.jit
+    def train_step(kernels, state, x):
+        grads = jax.grad(loss_fn)(kernels, x)
+        updates, state = optimizer.update(grads, state, kernels)
+        return optax.apply_updates(kernels, updates), state
+
+    return mesh, train_step, (kernels, state, x)

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import pytest
 from flax import nnx
 
+import find_barriers
 from find_barriers.frames import readable
 from find_barriers.program import Frame
 from snippets.hlo.lowered import lowered_sites, output_name
@@ -74,3 +75,13 @@ def test_a_source_reads_from_its_package_or_from_the_projects_root(tmp_path, mon
     assert readable(here) == "snippets/hlo/lowered.py:7"
     monkeypatch.chdir(tmp_path)  # in no project: the whole path
     assert readable(here) == str(here)
+
+
+def test_find_sites_of_a_lowered_step_raises_a_type_error_naming_the_reader():
+    lowered = jax.jit(lambda w, x: (x @ w).T).lower(jnp.ones((3, 4)), jnp.ones((2, 3)))
+    with pytest.raises(TypeError, match=r"not a jax\.stages\.Lowered: find_sites\(read_hlo\("):
+        find_barriers.find_sites(lowered)
+    (site,) = find_barriers.find_sites(
+        find_barriers.read_hlo(lowered.as_text(dialect="hlo", debug_info=True))
+    )
+    assert site.verdict == "foldable"

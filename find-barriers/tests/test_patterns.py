@@ -129,3 +129,13 @@ def test_a_fixed_model_reports_its_stale_entries_and_fails_when_strict(data, run
     assert {entry["parameter"] for entry in document["stale"]} == {
         "params['layers']['wi']", "params['layers']['wo']", "params['head']",
     }  # fmt: skip
+
+
+def test_fsdp_by_hand_in_shard_map_names_each_kernel_and_follows_a_skipped_step(data):
+    """Each layer gathers its kernel inside ``shard_map`` (the forward dot reads an
+    ``all-gather``); ``optax.MultiSteps`` updates through a conditional; nothing is donated."""
+    sites = sites_of(data, "shard_map_fsdp.hlo.txt")
+    assert [(site.parameter, site.role, site.verdict) for site in sites] == [
+        ("kernels[0]", "weight gradient", "foldable"),
+        ("kernels[1]", "weight gradient", "foldable"),
+    ]

@@ -95,3 +95,8 @@ def test_an_older_source_line_is_a_frame_without_a_function():
     line = 'ENTRY m { ROOT c = f32[] constant(0), metadata={source_file="/a/m.py" source_line=7} }'
     program = read_hlo(line.replace("{ ROOT", "{\n ROOT").replace("} }", "}\n}"))
     assert program.stack(program.by_name["c"]) == (Frame("/a/m.py", 7),)
+
+
+def test_stablehlo_text_is_refused_with_what_to_pass():
+    with pytest.raises(ValueError, match=r"StableHLO/MLIR text, not HLO; pass HLO text"):
+        read_hlo("module @jit_step {\n  func.func public @main() {\n    return\n  }\n}\n")

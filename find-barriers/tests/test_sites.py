@@ -3,6 +3,7 @@ outputs, parameters and the user's line."""
 
 import dataclasses
 
+import pytest
 from hlo_texts import FRAMES, LOOP, SHORTHAND_LOOP, SITES
 
 from find_barriers.flow import Flow
@@ -156,3 +157,14 @@ def test_a_site_reads_as_one_line_with_its_bytes():
     assert (site.bytes, site.bytes_per_step) == (64, 192)
     bare = dataclasses.replace(site, output=None, user_line=None, via=None, role="unknown")
     assert str(bare).startswith("blocked   no source line  unknown  dot")
+
+
+def test_find_sites_of_anything_but_a_program_says_what_to_pass():
+    class Lowered:  # as jax.stages names it
+        __module__ = "jax._src.stages"
+
+    for value, kind in ((Lowered(), "a jax.stages.Lowered"), (SITES, "a str")):
+        with pytest.raises(TypeError, match=f"^find_sites takes a program, not {kind}: "):
+            find_sites(value)
+    with pytest.raises(TypeError, match=r'read_hlo\(lowered\.as_text\(dialect="hlo", debug_info'):
+        find_sites(Lowered())

@@ -192,14 +192,18 @@ class Flow:
         return self.reached[start]
 
     def dots_reading(self, value: Value) -> list[tuple[Instruction, int]]:
-        """The dots that read ``value`` through ops that hand it on, each with its operand."""
+        """The dots that read ``value`` through ops that hand it on, each with its operand: in the
+        computations it is passed to, too."""
         found, pending, seen = [], [value], {value}
         while pending:
             current = pending.pop()
+            called = []
             for user, index in self.program.users(current):
                 if user.opcode == "dot":
                     found.append((user, index))
-            for after in self.onward(current):
+                elif user.opcode in CALLS and len(callees(user)) == 1:
+                    called.append(self.program.parameter(callees(user)[0], index))
+            for after in [*self.onward(current), *called]:
                 if _is_value(after) and after not in seen:
                     seen.add(after)
                     pending.append(after)

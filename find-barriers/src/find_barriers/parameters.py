@@ -190,10 +190,11 @@ class Parameters:
 
 
 def _reorders(inst: Instruction, program: Program, transposes: bool) -> bool:
-    """Whether ``inst`` holds its operand's values in another order: a ``transpose`` where those
-    are followed (a stack laid out layer first, a tied table read transposed), or a ``reduce``
-    over dimensions of size 1 only (a ``shard_map`` body's one expert, summed by its einsum)."""
-    if inst.opcode == "transpose":
+    """Whether ``inst`` holds its operand's values in another order or extent: a ``transpose`` or
+    an ``all-gather`` where those are followed (a stack laid out layer first, a tied table read
+    transposed, a ``shard_map`` FSDP layer's gathered weight), or a ``reduce`` over dimensions
+    of size 1 only (a ``shard_map`` body's one expert, summed by its einsum)."""
+    if inst.opcode in ("transpose", "all-gather"):
         return transposes
     operand = program.by_name.get(inst.operands[0]) if inst.operands else None
     unit = operand is not None and elements_of(operand) == elements_of(inst) > 0

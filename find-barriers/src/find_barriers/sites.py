@@ -24,9 +24,10 @@ from find_barriers.program import (
 )
 from find_barriers.shapes import array_shapes, has_dims, shape_bytes
 
-POSITION = re.compile(r"^[\w.]*(\[\d+\])+$")
+POSITION = re.compile(r"^[\w.]*\bstates\[\d+\]\[\d+\]$")
 """A name that is only a position in a flattened state (``model.states[0][32]``, as ``nnx.jit``
-names a parameter in graph mode): it shifts when a layer is added, and says nothing of the path."""
+names a parameter in graph mode): it shifts when a layer is added, and says nothing of the path
+(``params[0]``, an element of the user's own list, is a path)."""
 BY_POSITION_NOTE = (
     "{names} name parameters by their position in nnx.jit's flattened state: "
     "nnx.jit(..., graph=False), Flax's tree mode, dumps each parameter's path"
