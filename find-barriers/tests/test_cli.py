@@ -203,6 +203,30 @@ BAD = {
         ],
         "(it is find-barriers-baseline/1: write it again)",
     ),
+    "a baseline of the second format": (
+        lambda d, t: [
+            d / "constrained.hlo.txt",
+            "--baseline",
+            write(t, "b.json", '{"format": "find-barriers-baseline/2", "sites": []}'),
+        ],
+        "(it is find-barriers-baseline/2: write it again); use --write-baseline",
+    ),
+    "a baseline whose sites are not entries": (
+        lambda d, t: [
+            d / "constrained.hlo.txt",
+            "--baseline",
+            write(t, "b.json", '{"format": "find-barriers-baseline/3", "sites": [1]}'),
+        ],
+        "its sites are not a list of entries",
+    ),
+    "--module matching no file's module": (
+        lambda d, t: [d / "constrained.hlo.txt", "--module", "eval_step"],
+        "--module 'eval_step' matches no module's name (the modules: jit_train_step)",
+    ),
+    "a --path-map without =": (
+        lambda d, t: [d / "constrained.hlo.txt", "--path-map", "/home/user"],
+        "argument --path-map: '/home/user' is not RECORDED=LOCAL",
+    ),
     "a baseline in a missing folder": (
         lambda d, t: [d / "constrained.hlo.txt", "--write-baseline", t / "no" / "b.json"],
         "cannot write the baseline there",
@@ -261,3 +285,33 @@ def test_python_dash_m_is_the_console_script(data):
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     assert (result.returncode, result.stderr) == (0, "")
     assert "3 transpose-of-dot sites: 0 blocked, 3 foldable, 0 kept" in result.stdout
+
+
+@pytest.mark.parametrize("where", ["file", "directory"])
+def test_an_unreadable_input_says_permission_denied(data, run, tmp_path, monkeypatch, where):
+    """As ``chmod 000`` makes it for a user who is not root (root reads it anyway)."""
+    directory = dump_directory(data, tmp_path, "constrained.hlo.txt")
+    method = "read_bytes" if where == "file" else "iterdir"
+
+    def denied(self, *args):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(f"pathlib.Path.{method}", denied)
+    status, out, err = run(directory)
+    assert (status, out, err.count("\n"), err[:7]) == (2, "", 1, "error: ")
+    assert ": permission denied; make " in err
+
+
+def test_path_map_reads_a_dump_made_elsewhere_as_this_checkouts(data, run, tmp_path, monkeypatch):
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "pyproject.toml").write_text("")
+    monkeypatch.chdir(checkout)
+    _, out, _ = run(data / "three_layers.hlo.txt", "--quiet")
+    assert out.startswith(f"{MODEL}:")  # as recorded: outside this checkout
+    mapped = run(
+        data / "three_layers.hlo.txt", "--quiet", "--path-map", f"/home/user/project={checkout}"
+    )
+    lines = mapped[1].splitlines()
+    assert [line.split(": ")[0] for line in lines] == [f"model.py:{n}" for n in THREE_LAYER_LINES]
+    assert lines[0].endswith(f"(via model.py:{SHARED_DOT_LINE})")

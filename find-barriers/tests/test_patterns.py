@@ -139,3 +139,20 @@ def test_fsdp_by_hand_in_shard_map_names_each_kernel_and_follows_a_skipped_step(
         ("kernels[0]", "weight gradient", "foldable"),
         ("kernels[1]", "weight gradient", "foldable"),
     ]
+
+
+def test_stale_entries_are_of_the_modules_and_rules_checked(data, run, tmp_path):
+    """An entry of a rule --ignore names, or of a module not read, is not stale: not checked."""
+    baseline = tmp_path / "baseline.json"
+    run(data / "linen_remat.hlo.txt", "--write-baseline", baseline)
+    document = json.loads(baseline.read_text())
+    document["sites"].append(document["sites"][0] | {"module": "jit_eval_step"})
+    baseline.write_text(json.dumps(document))
+    fixed = data / "linen_remat_fixed.hlo.txt"
+
+    def stale(*options: str) -> list[str]:
+        out = run(fixed, "--baseline", baseline, "--format", "json", *options)[1]
+        return sorted(entry["rule"] for entry in json.loads(out)["stale"])
+
+    assert stale() == ["FB001"] * 7 + ["FB003"]
+    assert stale("--ignore", "FB003") == ["FB001"] * 7
