@@ -137,13 +137,13 @@ class Flow:
         """The parts of ``call``'s result that its operand ``index`` (or that operand's element
         ``element``) reaches inside ``callee``, each worked out once."""
         key = (call.name, index, element)
+        parameter = self.program.parameter(callee, index)
+        if parameter is None:
+            return [UNFOLLOWED]
         if key not in self.passed:
-            self.passed[key] = found = []
-            parameter = self.program.parameter(callee, index)
-            if parameter is None:
-                found.append(UNFOLLOWED)
-            start: Value | None = parameter if element is None else (parameter, element)
-            pending, seen = ([start] if parameter else []), {start}
+            self.passed[key] = found = list[object]()
+            start: Value = parameter if element is None else (parameter, element)
+            pending, seen = [start], {start}
             while pending:
                 value = pending.pop()
                 if isinstance(value, str) and self.program.roots.get(callee) == value:

@@ -127,9 +127,11 @@ class Program(Protocol):
     entry: str
     name: str
     """XLA's name for the module (``jit_train_step``); "" where the text gives none."""
-    aliases: Mapping[int, int]
-    """Each entry output that reuses a donated parameter's buffer: output index -> parameter
-    number (``input_output_alias``); a donated parameter's update is that output."""
+
+    @property
+    def aliases(self) -> Mapping[int, int]:
+        """Each entry output that reuses a donated parameter's buffer: output index -> parameter
+        number (``input_output_alias``); a donated parameter's update is that output."""
 
     @property
     def by_name(self) -> Mapping[str, Instruction]: ...
@@ -163,7 +165,7 @@ class Program(Protocol):
 
 
 @dataclasses.dataclass
-class HloProgram(Program):
+class HloProgram:
     """A :class:`Program` read from HLO text: each computation's instructions in order, the entry's
     name, and each stack frame id's frames, innermost first (empty without ``debug_info``)."""
 
@@ -303,8 +305,8 @@ def read_hlo(hlo_text: str, path_map: Sequence[tuple[str, str]] = ()) -> HloProg
     if "#" in hlo_text:
         _add_element_reads(found)
     module = _MODULE.match(hlo_text)
-    header = hlo_text[: hlo_text.find("\n", module.end())] if module else ""
-    aliases = {int(out or 0): int(param) for out, param in _ALIAS.findall(header)}
+    first = hlo_text[: hlo_text.find("\n", module.end())] if module else ""
+    aliases = {int(out or 0): int(param) for out, param in _ALIAS.findall(first)}
     files = tables["FileNames"]
     tables["FileNames"] = {key: mapped(file, path_map) for key, file in files.items()}
     name = module[1] if module else ""

@@ -129,9 +129,9 @@ def text(result: Result, shown: set[str], quiet: bool = False, verbose: bool = F
             lines.append(f"{path}: {summary(item.sites, item.statuses)}{stake}")
             listed = sorted(item, key=_listing_order)
             lines += [line for site, status in listed for line in site_lines(site, status)]
-        elif findings := item.findings:
-            lines.append(f"{path}: {len(findings)} new blocked site{'s' * (len(findings) > 1)}")
-            listed = sorted(((site, NEW) for site in findings), key=_listing_order)
+        elif new := item.findings:
+            lines.append(f"{path}: {len(new)} new blocked site{'s' * (len(new) > 1)}")
+            listed = sorted(((site, NEW) for site in new), key=_listing_order)
             lines += [line for site, status in listed for line in site_lines(site, status)]
     if result.stale:
         lines.append(f"{result.baseline}: {len(result.stale)} stale ({STALE_ENTRY.name})")
@@ -144,7 +144,7 @@ def position_note(result: Result, verbose: bool) -> list[str]:
     listed = (
         site for item in result.modules for site in (item.sites if verbose else item.findings)
     )
-    names = sorted({site.parameter for site in listed if site.by_position})
+    names = sorted({site.parameter for site in listed if site.parameter and site.by_position})
     shown = ", ".join(names[:2]) + (", ..." if len(names) > 2 else "")
     return [f"note: {BY_POSITION_NOTE.format(names=shown)}"] if names else []
 
