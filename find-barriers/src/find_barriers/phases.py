@@ -16,9 +16,14 @@ import re
 
 from find_barriers.program import Instruction, Program
 
-FORWARD, BACKWARD = "forward", "backward"
+FORWARD = "forward"
+"""The forward pass, or the forward remat recomputes in the backward pass."""
+BACKWARD = "backward"
+"""The backward pass: gradients."""
 BACKWARD_SCOPE = "transpose("
+"""How JAX's backward pass begins a scope."""
 RECOMPUTED_SCOPE = "rematted_computation"
+"""The scope of the forward ``jax.checkpoint`` recomputes in the backward pass."""
 
 
 def scope_phase(scope: str) -> str:
