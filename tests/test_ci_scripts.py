@@ -1,9 +1,9 @@
 """The CI scripts in ``.ci/``: root only through ``as_root``, and the browser found in order.
 
 ``.ci/find-browser`` runs with a ``PATH`` of stand-ins for ``id``, ``sudo``, ``apt-get`` and
-``uv`` that record their calls, and a temporary ``/etc/os-release`` and Debian Chromium path,
-so each case is a machine: root on Debian, a user with sudo on Debian or on Ubuntu (GitHub's
-runner), a user without sudo.
+``uv`` that record their calls, and a temporary ``/etc/os-release`` and ``/usr/bin/chromium``,
+so each case is a machine: root on Debian, a user with sudo on Debian or on Ubuntu, a machine
+without apt-get, a user without sudo.
 """
 
 from __future__ import annotations

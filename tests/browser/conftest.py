@@ -4,8 +4,8 @@ These tests run only when named on the command line (``pytest tests/browser``, a
 ``nox -s browser`` does): the default ``pytest`` run neither collects nor imports them,
 so it needs no browser. Chromium is the binary ``CHROMIUM`` names, else Debian's
 ``/usr/bin/chromium`` (``apt-get install chromium``), driven by Playwright for Python.
-``.ci/run`` sets ``CHROMIUM`` to the one ``.ci/find-browser`` finds: Debian's, else Playwright's
-own (``playwright install --with-deps chromium``, as on GitHub's Ubuntu runners).
+``.ci/run`` sets ``CHROMIUM`` to the one ``.ci/find-browser`` finds: ``/usr/bin/chromium``, else
+Playwright's own (``playwright install --with-deps chromium``).
 
 They check the site ``nox -s browser`` builds into ``_build/browser-site`` first, or the one
 ``BROWSER_SITE=DIR`` names. Screenshots land in ``_build/browser-screenshots``.
