@@ -22,6 +22,7 @@ extensions = [
     "sphinx_copybutton",
     "sphinx_design",
     # docs/_ext
+    "config_as_read",
     "execution_cache",
     "jax_source",
     "notebook_download",
@@ -98,11 +99,10 @@ html_favicon = "docs/_static/favicon.svg"
 _project = tomllib.loads((Path(__file__).parent / "pyproject.toml").read_text())["project"]
 repository_address = _project.get("urls", {}).get("Repository", "").rstrip("/")
 
-# Where the site is published: GitHub Pages (the docs workflow sets SITE_BASE_URL) or Read the
-# Docs (it sets READTHEDOCS_CANONICAL_URL). With an address, pages get a canonical link and the
-# site a sitemap.xml; a local build has neither. The 404 page's links are absolute, so they
-# start with the address's path ("/" when there is none).
-_base_url = os.environ.get("SITE_BASE_URL") or os.environ.get("READTHEDOCS_CANONICAL_URL", "")
+# Where the site is published: Read the Docs, which sets READTHEDOCS_CANONICAL_URL. With that
+# address, pages get a canonical link and the site a sitemap.xml; any other build has neither.
+# The 404 page's links are absolute, so they start with the address's path ("/" without one).
+_base_url = os.environ.get("READTHEDOCS_CANONICAL_URL", "")
 if _base_url:
     html_baseurl = _base_url.rstrip("/") + "/"
     extensions.append("sphinx_sitemap")

@@ -200,13 +200,14 @@ def browser(session: nox.Session) -> None:
     Builds the site as ``nox -s docs`` does, into a fresh ``_build/browser-site``, its guides'
     executions taken from the last test run first where there is one (``nox -s reuse``), then
     serves it on 127.0.0.1
-    and drives Debian's Chromium with Playwright: no request off the host, no console error,
+    and drives Chromium with Playwright: no request off the host, no console error,
     every link, anchor and image, external links against docs/external_links.txt, nothing
     wider than the screen, tables on a phone, page lengths, no raw markup, search, figure text
     size and each guide's executed notebook. And it installs the built wheels with their
     ``guides`` extra outside the checkout and executes each notebook the site offers for
     download, in an empty folder. Screenshots land in ``_build/browser-screenshots``. Needs
-    ``apt-get install chromium`` (``CHROMIUM=PATH`` for another binary).
+    Debian's ``apt-get install chromium``, or ``CHROMIUM=PATH`` for another binary
+    (``bash .ci/find-browser`` prints one, installing it first where none is).
     """
     install(session, "browser")
     if TEST_EXECUTIONS.is_dir():

@@ -2,8 +2,10 @@
 
 These tests run only when named on the command line (``pytest tests/browser``, as
 ``nox -s browser`` does): the default ``pytest`` run neither collects nor imports them,
-so it needs no browser. Chromium is Debian's (``apt-get install chromium``), driven by
-Playwright for Python; Playwright's own browser download is never used.
+so it needs no browser. Chromium is the binary ``CHROMIUM`` names, else Debian's
+``/usr/bin/chromium`` (``apt-get install chromium``), driven by Playwright for Python.
+``.ci/run`` sets ``CHROMIUM`` to the one ``.ci/find-browser`` finds: ``/usr/bin/chromium``, else
+Playwright's own (``playwright install --with-deps chromium``).
 
 They check the site ``nox -s browser`` builds into ``_build/browser-site`` first, or the one
 ``BROWSER_SITE=DIR`` names. Screenshots land in ``_build/browser-screenshots``.
@@ -104,12 +106,13 @@ def base_url(site: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def browser():
-    """Debian's Chromium, headless, through Playwright."""
+    """Chromium (``CHROMIUM``, else Debian's), headless, through Playwright."""
     from playwright.sync_api import sync_playwright
 
     if not Path(CHROMIUM).exists():
         pytest.fail(
-            f"No Chromium at {CHROMIUM}: run `apt-get install -y chromium` (or set CHROMIUM)."
+            f"No Chromium at {CHROMIUM}: run `apt-get install -y chromium` on Debian, or set "
+            "CHROMIUM to another (`bash .ci/find-browser` finds or installs one)."
         )
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
