@@ -81,9 +81,10 @@ def test_a_dump_exits_1_with_a_blocked_fold_and_0_without(files, capsys, mode, s
     assert line.endswith(
         f"weight gradient of {PARAMETER}  dot f32[256,64] {between} transpose f32[64,256]"
     )
-    assert len(details) == 2 * status  # a blocked site: its bytes and caller, then the fix
+    assert len(details) == 2 * status  # a blocked site: its bytes and caller, then its rule's fix
     assert all(
-        "fix: produce this weight gradient in the kernel's own order" in d for d in details[1:]
+        d.startswith("FB001 fix: produce this weight gradient in the kernel's own order")
+        for d in details[1:]
     )
 
 

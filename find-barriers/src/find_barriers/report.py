@@ -11,7 +11,7 @@ from find_barriers import __version__
 from find_barriers.baseline import describe
 from find_barriers.check import ACCEPTED, IGNORED, NEW, VERDICTS, Result
 from find_barriers.frames import readable
-from find_barriers.rules import STALE_ENTRY, rule_of
+from find_barriers.rules import RULES, STALE_ENTRY, Rule, rule_of
 from find_barriers.sites import BY_POSITION_NOTE, TransposeSite
 
 SCHEMA = "find-barriers/3"
@@ -51,7 +51,8 @@ def _listing_order(pair: tuple[TransposeSite, str | None]) -> tuple:
 
 def site_lines(site: TransposeSite, status: str | None) -> list[str]:
     """A site's lines: its one line (labelled by its status if accepted or ignored); then, if
-    blocked, the bytes at stake, what put the call there and the fix; if kept, why."""
+    blocked, the bytes at stake and what put the call there (:func:`fixes` says what to do,
+    once a rule); if kept, why."""
     rule = rule_of(site)
     label = status if status in (ACCEPTED, IGNORED) else site.verdict
     lines = [f"  {rule.code if rule else '':5} {site.one_line(label)}"]
@@ -62,7 +63,6 @@ def site_lines(site: TransposeSite, status: str | None) -> list[str]:
         if site.placed_by == "constraint":
             placed = f"your with_sharding_constraint at {readable(site.placed_at) or '?'}"
         lines.append(f"{'':16}{size(site.bytes)} at stake{unknown}; Sharding call from {placed}")
-        lines.append(f"{'':16}fix: {fix(site)}")
     elif site.verdict == "kept":
         lines.append(f"{'':16}{fix(site)}")
     return lines
@@ -95,17 +95,19 @@ def total(result: Result) -> str:
 
 
 def stale_lines(result: Result) -> list[str]:
-    """Each stale baseline entry, with what to do, as the text lists a finding."""
-    fix = f"{'':16}fix: {STALE_ENTRY.fix}. See {STALE_ENTRY.url}"
-    return [f"  {STALE_ENTRY.code} stale     {describe(entry)}" for entry in result.stale] + (
-        [fix] if result.stale else []
-    )
+    """Each stale baseline entry, as the text lists a finding."""
+    return [f"  {STALE_ENTRY.code} stale     {describe(entry)}" for entry in result.stale]
+
+
+def fixes(rules: Sequence[Rule]) -> list[str]:
+    """What to do about each rule listed, once, in the rules' order, with the page that shows it."""
+    return [f"{r.code} fix: {r.fix}. See {r.url}" for r in RULES.values() if r in rules]
 
 
 def text(result: Result, shown: set[str], quiet: bool = False, verbose: bool = False) -> str:
-    """The new blocked sites by module, with their fixes, any stale baseline entries, then the
-    run in one line (:func:`total`), as a linter reports; with ``verbose``, every site of each
-    module whose path is in ``shown``; with ``quiet``, only the findings, one line each, as
+    """The new blocked sites by module, any stale baseline entries, each rule's fix once, then
+    the run in one line (:func:`total`), as a linter reports; with ``verbose``, every site of
+    each module whose path is in ``shown``; with ``quiet``, only the findings, one line each, as
     ruff writes them."""
     if quiet:
         findings = [
@@ -118,25 +120,30 @@ def text(result: Result, shown: set[str], quiet: bool = False, verbose: bool = F
         ]
         stale = [f"{result.baseline}: {STALE_ENTRY.code} {describe(e)}" for e in result.stale]
         return "\n".join(findings + stale)
-    lines = []
+    lines, listed_rules = [], []
     for item in result.modules:
         path, same_as = item.module.path, item.module.same_as
-        if same_as and verbose:
-            lines.append(f"{path}: the same module as {same_as}, not counted again")
-        elif verbose and path in shown:
+        if same_as:
+            lines += [f"{path}: the same module as {same_as}, not counted again"] * verbose
+            continue
+        if verbose and path in shown:
             at_stake = item.bytes_at_stake
             stake = f"; {size(at_stake)} at stake per step" if at_stake else ""
             lines.append(f"{path}: {summary(item.sites, item.statuses)}{stake}")
             listed = sorted(item, key=_listing_order)
-            lines += [line for site, status in listed for line in site_lines(site, status)]
         elif new := item.findings:
             lines.append(f"{path}: {len(new)} new blocked site{'s' * (len(new) > 1)}")
             listed = sorted(((site, NEW) for site in new), key=_listing_order)
-            lines += [line for site, status in listed for line in site_lines(site, status)]
+        else:
+            continue
+        lines += [line for site, status in listed for line in site_lines(site, status)]
+        listed_rules += [rule for site, _ in listed if (rule := rule_of(site))]
     if result.stale:
         lines.append(f"{result.baseline}: {len(result.stale)} stale ({STALE_ENTRY.name})")
         lines += stale_lines(result)
-    return "\n".join([*lines, *position_note(result, verbose), total(result)])
+        listed_rules.append(STALE_ENTRY)
+    notes = [*fixes(listed_rules), *position_note(result, verbose)]
+    return "\n".join([*lines, *notes, total(result)])
 
 
 def position_note(result: Result, verbose: bool) -> list[str]:
