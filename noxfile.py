@@ -234,9 +234,10 @@ def build(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON, default=False)
-def bench(session: nox.Session) -> None:
+def barrier_bench(session: nox.Session) -> None:
     """find_barriers against the lowering it reads at llama2-7b's shape, and the command line on
-    that model's XLA dump: medians and ranges as a table (``python -m snippets barrier_bench``)."""
+    that model's XLA dump: medians and ranges as a table (``python -m snippets barrier_bench``;
+    ``python -m snippets bench`` times the guides' step instead)."""
     install(session, "docs")
     session.run("python", "-m", "snippets", "barrier_bench", *session.posargs)
 
