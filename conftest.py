@@ -15,8 +15,8 @@ from pathlib import Path
 import jax
 import pytest
 
+from snippets.cache.inputs import Inputs
 from snippets.devices import cpu_device_setting, setup_devices
-from snippets.support.inputs import Inputs
 
 ENVIRONMENT_SETTING = cpu_device_setting()
 if ENVIRONMENT_SETTING is None:

@@ -6,7 +6,7 @@ The build starts as soon as the tests are collected, in its own process (one for
 of ``pytest -n``), and the site checks run last, so the other tests run while the guides execute. It goes to ``_build/test-site``, never to
 the developer's ``_build/html`` or ``_build/.jupyter_cache``: its pages are read afresh (every
 warning counts) unless the last build passed on the same files and packages, and its guides
-execute only when what they read changed since the last run's execution (``docs/_ext/execution_cache.py``). Results a guide and a test share (:mod:`snippets.support.results`)
+execute only when what they read changed since the last run's execution (``docs/_ext/execution_cache.py``). Results a guide and a test share (:mod:`snippets.cache.results`)
 are kept beside it, in ``_build/test-site/results``.
 """
 
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from snippets.support.results import FOLDER
+from snippets.cache.results import FOLDER
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "_build" / "test-site"

@@ -21,8 +21,8 @@ from snippets.checkpoint import (
     save,
 )
 from snippets.devices import make_mesh
+from snippets.head_orientation import dot_rounding_bound
 from snippets.lm_head import DenseGeneral
-from snippets.measure.head_orientation import dot_rounding_bound
 
 EPS32 = float(jnp.finfo(jnp.float32).eps)
 

@@ -47,7 +47,9 @@ def named_commands(text: str) -> list[str]:
             found.append(f"snippets{match['module']}")
         elif match["name"] and match["name"] not in PLACEHOLDERS:
             found.append(match["name"])
-    return found + [match["name"] for match in COMMAND_LIST.finditer(text) if match["name"] not in PLACEHOLDERS]
+    return found + [
+        match["name"] for match in COMMAND_LIST.finditer(text) if match["name"] not in PLACEHOLDERS
+    ]
 
 
 def test_the_files_are_found():

@@ -10,8 +10,13 @@ import pytest
 from jax.sharding import AxisType
 from pydantic import ValidationError
 
-from snippets.devices import TooFewDevicesError, make_mesh, pick_devices, setup_devices
-from snippets.measure.device_report import describe_devices
+from snippets.devices import (
+    TooFewDevicesError,
+    describe_devices,
+    make_mesh,
+    pick_devices,
+    setup_devices,
+)
 
 COUNT_FLAG = "--xla_force_host_platform_device_count"
 

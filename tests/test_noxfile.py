@@ -110,5 +110,7 @@ def test_a_session_named_as_a_command_runs_that_command():
 
 
 def test_a_session_running_another_command_is_found():
-    session = ast.parse('def bench(session):\n    session.run("python", "-m", "snippets", "barrier_bench")')
+    session = ast.parse(
+        'def bench(session):\n    session.run("python", "-m", "snippets", "barrier_bench")'
+    )
     assert commands_run(session.body[0]) == ["barrier_bench"]

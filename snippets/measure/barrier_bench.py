@@ -22,7 +22,7 @@ import jax
 from find_barriers.dumps import BEFORE
 from snippets.devices import MESH_DEVICES, SHARD_MODES, setup_devices
 from snippets.hlo.lowered import lowered_sites
-from snippets.measure.maxtext_decoder import DecoderConfig, lower_decoder
+from snippets.hlo.maxtext_decoder import DecoderConfig, lower_decoder
 from snippets.support.cli import Parser, positive_int, reported
 from snippets.support.tables import print_report
 from snippets.support.timing import spread
