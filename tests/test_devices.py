@@ -24,7 +24,7 @@ COUNT_FLAG = "--xla_force_host_platform_device_count"
 def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
     """Run ``code`` in a new interpreter, where JAX's backend has not started yet.
 
-    conftest.py has removed this process's device count from the environment, so
+    tests/plugins/simulated_devices.py has removed this process's device count from the environment, so
     ``env`` alone decides the new interpreter's.
     """
     return subprocess.run(
