@@ -83,7 +83,7 @@ def test_pass_window_figure_draws_the_printed_window(built_site):
     printed = [
         output["data"]["text/plain"]
         for cell in notebook.cells
-        if cell.source.startswith("from snippets.measure.barrier import pass_window")
+        if cell.source.startswith("from snippets.hlo.barrier import pass_window")
         for output in cell.outputs
         if output.get("output_type") == "execute_result"
     ]

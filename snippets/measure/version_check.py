@@ -114,7 +114,7 @@ MaxTextFacts = TypedDict(
 MaxTextFacts.__doc__ = ":func:`maxtext_facts`: calls, sites and folds, per mode."
 
 Capabilities = dict[str, dict[str, str]]
-""":func:`capability_facts`: each check of :mod:`snippets.measure.modes`, its outcome per mode."""
+""":func:`capability_facts`: each check of :mod:`snippets.measure.mode_checks`, its outcome per mode."""
 
 
 class CheckError(TypedDict):
@@ -230,14 +230,15 @@ def vocab_parallel_facts() -> VocabParallelFacts:
 
 
 def capability_facts() -> Capabilities:
-    """What each mode allows (:mod:`snippets.measure.modes`): every check's outcome, per mode."""
+    """What each mode allows (:func:`~snippets.measure.mode_checks.outcomes.report`): every check's
+    outcome, per mode."""
     from snippets.measure.mode_checks.outcomes import report
 
     return report()
 
 
 def maxtext_facts() -> MaxTextFacts:
-    """MaxText's decoder (``snippets.measure.maxtext_decoder``'s defaults): calls, sites, folds per mode."""
+    """MaxText's decoder (``snippets.hlo.maxtext_decoder``'s defaults): calls, sites, folds per mode."""
     from snippets.hlo.maxtext_decoder import DecoderConfig, decoder_report, what_it_is
 
     report = decoder_report(DecoderConfig(), causal=True)
