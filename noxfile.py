@@ -115,7 +115,8 @@ def dev(session: nox.Session) -> None:
     """The tests and doctests of what changed since ``main`` (committed or not), no site checks.
 
     A module is tested when a file it reads changed: what it imports, transitively, the files it
-    names, the conftest files above it (``pytest --changed-since``). Options go to pytest.
+    names, the conftest files above it and ``tests/plugins/`` (``pytest --changed-since``).
+    Options go to pytest.
     """
     install(session, "test")
     selection = ("--changed-since=main", "-m", "not site", "-n", "auto", "--dist=loadfile")
