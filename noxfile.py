@@ -115,7 +115,8 @@ def dev(session: nox.Session) -> None:
     """The tests and doctests of what changed since ``main`` (committed or not), no site checks.
 
     A module is tested when a file it reads changed: what it imports, transitively, the files it
-    names, the conftest files above it (``pytest --changed-since``). Options go to pytest.
+    names, the conftest files above it and ``tests/plugins/`` (``pytest --changed-since``).
+    Options go to pytest.
     """
     install(session, "test")
     selection = ("--changed-since=main", "-m", "not site", "-n", "auto", "--dist=loadfile")
@@ -235,9 +236,10 @@ def build(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON, default=False)
-def bench(session: nox.Session) -> None:
+def barrier_bench(session: nox.Session) -> None:
     """find_barriers against the lowering it reads at llama2-7b's shape, and the command line on
-    that model's XLA dump: medians and ranges as a table (``python -m snippets barrier_bench``)."""
+    that model's XLA dump: medians and ranges as a table (``python -m snippets barrier_bench``;
+    ``python -m snippets bench`` times the guides' step instead)."""
     install(session, "docs")
     session.run("python", "-m", "snippets", "barrier_bench", *session.posargs)
 

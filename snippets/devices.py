@@ -98,3 +98,14 @@ def make_mesh(
         )
     axis_types = (SHARD_MODES[shard_mode],) * len(shape)
     return jax.make_mesh(shape, tuple(axis_names), axis_types=axis_types, devices=devices)
+
+
+def describe_devices() -> dict[str, object]:
+    """The backend and devices JAX is using, as plain data."""
+    devices = jax.devices()
+    return {
+        "backend": jax.default_backend(),
+        "device_kind": devices[0].device_kind,
+        "devices": len(devices),
+        "simulated": devices[0].platform == "cpu",
+    }

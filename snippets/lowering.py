@@ -1,5 +1,5 @@
 """A small real training step around the LM head, jitted on a mesh (``python -m snippets
-lowering`` lowers and compiles it: :mod:`snippets.measure.step_lowering`)."""
+step_lowering`` lowers and compiles it: :mod:`snippets.measure.step_lowering`)."""
 
 from __future__ import annotations
 

@@ -8,10 +8,10 @@ from flax import nnx
 from jax.sharding import PartitionSpec as P
 from pydantic import ValidationError
 
+from snippets.collective_cost import lm_head_threshold_table
+from snippets.hlo.reduce_scatter import schedule, schedule_bytes_per_rank, walkthrough
 from snippets.lm_head import DenseGeneral, LMHeadConfig, head_kernel_spec
 from snippets.lowering import StepConfig
-from snippets.measure.gradient_finish import lm_head_threshold_table
-from snippets.measure.reduce_scatter import schedule, schedule_bytes_per_rank, walkthrough
 
 RULES = [("embed", None), ("vocab", "model")]
 

@@ -8,8 +8,9 @@ import jax.numpy as jnp
 import pytest
 
 from snippets.devices import make_mesh
+from snippets.hlo import barrier
 from snippets.lowering import Step, StepConfig
-from snippets.measure import barrier
+from snippets.measure import barrier as barrier_command
 
 BASE = StepConfig()
 pytestmark = pytest.mark.needs_devices(BASE.devices)
@@ -46,14 +47,13 @@ def one_run_report():
     causal control (``tests/test_causal_control.py`` checks that)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(barrier, "every_mode_and_variant", lambda base: [base])
-        patch.setattr(barrier, "causal_control", lambda base: [])
         return barrier.barrier_report(BASE)
 
 
 def test_the_cli_json_carries_every_key(one_run_report, monkeypatch, capsys):
-    monkeypatch.setattr(barrier, "barrier_report", lambda base: dict(one_run_report))
-    monkeypatch.setattr(barrier, "causal_control", lambda base: [])
-    barrier.main(["--json"])
+    monkeypatch.setattr(barrier_command, "barrier_report", lambda base: dict(one_run_report))
+    monkeypatch.setattr(barrier_command, "causal_control", lambda base: [])
+    barrier_command.main(["--json"])
     report = json.loads(capsys.readouterr().out)
     assert set(report) == {
         *("backend", "device_kind", "devices", "mesh", "sizes", "pass_order", "runs", "logits_pin"),
@@ -68,9 +68,9 @@ def test_the_cli_json_carries_every_key(one_run_report, monkeypatch, capsys):
 
 
 def test_the_cli_text_has_a_row_per_run(one_run_report, monkeypatch, capsys):
-    monkeypatch.setattr(barrier, "barrier_report", lambda base: dict(one_run_report))
-    monkeypatch.setattr(barrier, "causal_control", lambda base: [])
-    barrier.main([])
+    monkeypatch.setattr(barrier_command, "barrier_report", lambda base: dict(one_run_report))
+    monkeypatch.setattr(barrier_command, "causal_control", lambda base: [])
+    barrier_command.main([])
     out = capsys.readouterr().out
     assert "| explicit | EV |" in out
     assert f"  folded: {one_run_report['single_device']['folded']}" in out

@@ -4,8 +4,9 @@ import json
 
 import pytest
 
+from snippets.hlo import causal_control as cc
 from snippets.lowering import StepConfig
-from snippets.measure import causal_control as cc
+from snippets.measure import causal_control as cc_command
 
 FIXES = ("VE", "custom-vjp", "auto-axes")
 
@@ -116,15 +117,15 @@ def test_only_the_remover_decides_the_fold(rows):
 
 
 def test_the_cli_prints_every_row(rows, monkeypatch, capsys):
-    monkeypatch.setattr(cc, "causal_control", lambda base: list(rows.values()))
-    cc.main(["--json"])
+    monkeypatch.setattr(cc_command, "causal_control", lambda base: list(rows.values()))
+    cc_command.main(["--json"])
     assert json.loads(capsys.readouterr().out) == list(rows.values())
-    cc.main([])
+    cc_command.main([])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("| mode | variant | sharding_remover | gradient_in_kernel_order |")
     assert len(lines) == 2 + len(rows)
 
 
 def test_an_unknown_flag_is_one_error_line(one_error_line):
-    line = one_error_line(cc.main, ["--devices", "2"])
+    line = one_error_line(cc_command.main, ["--devices", "2"])
     assert line.startswith("error: unrecognized arguments: --devices 2")

@@ -8,7 +8,7 @@ import pytest
 from find_barriers import read_hlo, read_module
 from find_barriers.cli import main
 from find_barriers.sites import find_sites
-from snippets.measure.maxtext_decoder import DecoderConfig, lower_decoder
+from snippets.hlo.maxtext_decoder import DecoderConfig, lower_decoder
 from tests.checker_fixtures import DATA, fixtures
 
 pytestmark = pytest.mark.needs_devices(4)

@@ -21,8 +21,8 @@ from snippets.checkpoint import (
     save,
 )
 from snippets.devices import make_mesh
+from snippets.head_orientation import dot_rounding_bound
 from snippets.lm_head import DenseGeneral
-from snippets.measure.head_orientation import dot_rounding_bound
 
 EPS32 = float(jnp.finfo(jnp.float32).eps)
 
@@ -57,6 +57,34 @@ def test_round_trip_between_orientations(tmp_path, source, target):
     expected = np.asarray(original(X), np.float64)
     rounding = dot_rounding_bound(X, head(False).kernel[...]) + 2 * EPS32 * np.abs(expected)
     assert np.all(np.abs(np.asarray(restored(X), np.float64) - expected) <= rounding)
+
+
+HEADS, HEAD_DIM, WIDTH = 4, 8, 32
+MULTI_AXIS = {
+    "out (heads, head_dim)": lambda transposed, seed=0: DenseGeneral(
+        WIDTH, (HEADS, HEAD_DIM), kernel_transposed=transposed, rngs=nnx.Rngs(seed)
+    ),
+    "in (heads, head_dim)": lambda transposed, seed=0: DenseGeneral(
+        (HEADS, HEAD_DIM), WIDTH, axis=(-2, -1), kernel_transposed=transposed, rngs=nnx.Rngs(seed)
+    ),
+}
+"""Kernels with two axes on one side, as attention's projections have: a query's
+``[embed, heads, head_dim]``, an output's ``[heads, head_dim, embed]`` (canonical order)."""
+
+
+@pytest.mark.parametrize("layer", MULTI_AXIS)
+@pytest.mark.parametrize(("source", "target"), [(False, True), (True, False)])
+def test_a_kernel_with_two_axes_on_a_side_round_trips_between_orientations(
+    tmp_path, layer, source, target
+):
+    """Flipping ``[in..., out...]`` moves the whole side as a block: ``[embed, heads, head_dim]``
+    stored transposed is ``[heads, head_dim, embed]``, never ``[head_dim, embed, heads]``."""
+    make = MULTI_AXIS[layer]
+    save(tmp_path / "ckpt", make(source))
+    restored = restore(tmp_path / "ckpt", make(target, seed=7))
+    same_seed = make(target)  # one seed, one canonical matrix, in the target's orientation
+    assert restored.kernel.shape == same_seed.kernel.shape
+    assert jnp.array_equal(restored.kernel[...], same_seed.kernel[...])
 
 
 def test_checkpoint_stores_the_canonical_orientation(tmp_path):

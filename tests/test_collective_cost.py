@@ -10,12 +10,16 @@ import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from snippets.collective_cost import finish_cost, predict
+from snippets.collective_cost import (
+    design_doc_comparison,
+    finish_cost,
+    lm_head_gradient_costs,
+    predict,
+)
 from snippets.devices import make_mesh
 from snippets.measure.collective_timing import finish_functions, main, time_finishes
-from snippets.measure.gradient_finish import design_doc_comparison, lm_head_gradient_costs
 from snippets.ring_model import ring_bytes_per_rank, ring_hops
-from snippets.support.sources import BANDWIDTH_CASES, DESIGN_DOC_MEASURED, TPU_V5P
+from snippets.sources import BANDWIDTH_CASES, DESIGN_DOC_MEASURED, TPU_V5P
 from snippets.support.timing import verdict
 
 

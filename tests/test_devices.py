@@ -10,8 +10,13 @@ import pytest
 from jax.sharding import AxisType
 from pydantic import ValidationError
 
-from snippets.devices import TooFewDevicesError, make_mesh, pick_devices, setup_devices
-from snippets.measure.device_report import describe_devices
+from snippets.devices import (
+    TooFewDevicesError,
+    describe_devices,
+    make_mesh,
+    pick_devices,
+    setup_devices,
+)
 
 COUNT_FLAG = "--xla_force_host_platform_device_count"
 
@@ -19,7 +24,7 @@ COUNT_FLAG = "--xla_force_host_platform_device_count"
 def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
     """Run ``code`` in a new interpreter, where JAX's backend has not started yet.
 
-    conftest.py has removed this process's device count from the environment, so
+    tests/plugins/simulated_devices.py has removed this process's device count from the environment, so
     ``env`` alone decides the new interpreter's.
     """
     return subprocess.run(

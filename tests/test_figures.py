@@ -1,6 +1,6 @@
 """Figures come from the same execution as the numbers beside them, and the page shows that one.
 
-The guides glue a :class:`snippets.support.figures.DataFigure` whose PNG carries the numbers it
+The guides glue a :class:`snippets.figures.DataFigure` whose PNG carries the numbers it
 draws. These tests read the executed notebooks this run's site build rendered its pages from: the
 step-time figure must carry exactly the ratios of the timing table in the same
 notebook, and every page must show the very PNGs its notebook holds.
@@ -19,14 +19,14 @@ import nbformat
 import pytest
 from PIL import Image
 
-from snippets.measure.reduce_scatter import walkthrough
-from snippets.support.figures import (
+from snippets.figures import (
     METADATA_KEY,
     MIN_FONT_PT,
     exchange_figure,
     pass_window_figure,
     source_tpu_figure,
 )
+from snippets.hlo.reduce_scatter import walkthrough
 from tests.guide_runner import guide_paths
 
 GUIDES = Path(__file__).resolve().parent.parent / "guides"
@@ -83,7 +83,7 @@ def test_pass_window_figure_draws_the_printed_window(built_site):
     printed = [
         output["data"]["text/plain"]
         for cell in notebook.cells
-        if cell.source.startswith("from snippets.measure.barrier import pass_window")
+        if cell.source.startswith("from snippets.hlo.barrier import pass_window")
         for output in cell.outputs
         if output.get("output_type") == "execute_result"
     ]

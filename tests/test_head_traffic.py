@@ -1,15 +1,15 @@
 """The LM head's collectives in each orientation, and the design doc's traffic recomputed.
 
 The head's traffic is computed once for these tests and the flagship guide, which shares the two
-configurations below (:mod:`snippets.support.results`).
+configurations below (:mod:`snippets.cache.results`).
 """
 
 import pytest
 
 from snippets.hlo.collectives import collectives
+from snippets.hlo.head_traffic import design_doc_traffic, head_traffic
+from snippets.hlo.programs import lower_step
 from snippets.lowering import StepConfig
-from snippets.measure.head_traffic import design_doc_traffic, head_traffic
-from snippets.measure.step_lowering import lower_step
 
 WIDE_VOCAB = StepConfig(mesh="fsdp", emb=64, vocab=8192, batch=8, seq=16)
 """8192 vocab entries against 128 tokens: the vocab-parallel head should move far less."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from snippets.support.inputs import Inputs, distributions
+from snippets.cache.inputs import Inputs, distributions
 
 PACKAGE = {
     "shop/__init__.py": "",

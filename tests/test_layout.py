@@ -1,5 +1,6 @@
-"""The roles of ``snippets/``: imports point from measurement to teaching to support, names are
-unique, and only command lines run when a module is run."""
+"""The roles of ``snippets/``: imports point from the commands to the readers of XLA's programs to
+teaching code to support and the cache; ``snippets/measure/`` holds commands, which no module
+imports; names are unique, and only command lines run when a module is run."""
 
 import ast
 from collections import Counter
@@ -33,24 +34,47 @@ def imported(tree: ast.Module) -> set[str]:
 
 
 def role(name: str) -> str:
-    if name.startswith(("snippets.hlo", "snippets.measure", "snippets.support")):
+    if name.startswith(("snippets.hlo", "snippets.measure", "snippets.support", "snippets.cache")):
         return name.split(".")[1]
     return "commands" if name == "snippets.__main__" else "teaching"
 
 
 ALLOWED = {
     "support": {"support"},
-    "teaching": {"teaching", "support"},
-    "hlo": {"hlo", "teaching", "support"},  # teaching: the ring model prices collectives
-    "measure": {"measure", "hlo", "teaching", "support"},
+    "cache": {"cache"},
+    "teaching": {"teaching", "support", "cache"},
+    "hlo": {"hlo", "teaching", "support", "cache"},  # teaching: the ring model prices collectives
+    "measure": {"measure", "hlo", "teaching", "support", "cache"},
     "commands": {"support"},  # each command's module is imported by name, when run
 }
+COMMAND_MODULES = {f"snippets.measure.{name}" for name in COMMANDS}
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
-def test_imports_point_from_measurement_to_teaching_to_support(name):
+def test_imports_point_from_commands_to_readers_to_teaching_to_support(name):
     wrong = [other for other in imported(MODULES[name]) if role(other) not in ALLOWED[role(name)]]
     assert not wrong, f"{name} ({role(name)}) imports {wrong}"
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_module_imports_a_command(name):
+    """A command calls libraries: what a second module needs from a command's module belongs in a
+    library (``snippets/``, ``snippets/hlo/``), not beside a ``main``."""
+    assert not imported(MODULES[name]) & (COMMAND_MODULES - {name})
+
+
+def in_measure(name: str) -> bool:
+    """A module of ``snippets/measure/`` itself: not a subpackage, nor a module of one."""
+    return (SNIPPETS / "measure" / f"{name.removeprefix('snippets.measure.')}.py").is_file()
+
+
+@pytest.mark.parametrize("name", sorted(filter(in_measure, MODULES)))
+def test_snippets_measure_holds_commands_only(name):
+    """Each module there has a ``main`` (its command), unless private (``_NAME``: command-line
+    plumbing its commands share)."""
+    assert has_main(MODULES[name]) or name.rpartition(".")[2].startswith("_"), (
+        f"{name} has no main: a library goes in snippets/ or snippets/hlo/, by topic"
+    )
 
 
 def test_public_names_are_unique():

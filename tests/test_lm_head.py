@@ -10,7 +10,9 @@ from flax import nnx
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from snippets import head_orientation
 from snippets.devices import make_mesh
+from snippets.head_orientation import dot_rounding_bound, orientation_report
 from snippets.lm_head import (
     KERNEL_ORDER,
     DenseGeneral,
@@ -18,8 +20,6 @@ from snippets.lm_head import (
     build_output_head,
     head_kernel_spec,
 )
-from snippets.measure import head_orientation
-from snippets.measure.head_orientation import dot_rounding_bound, orientation_report
 
 RULES = [("embed", None), ("vocab", "model")]
 OUT_FEATURES = [6, (2, 8)]

@@ -9,6 +9,9 @@ import pytest
 from find_barriers.program import read_hlo
 from find_barriers.sites import find_sites
 from snippets.devices import SHARD_MODES, TooFewDevicesError
+from snippets.hlo.barrier import logits_pin_diff, pass_window, run_report, single_device_control
+from snippets.hlo.maxtext_decoder import DecoderConfig
+from snippets.hlo.programs import lower_built, lower_step
 from snippets.lowering import (
     MESH_AXES,
     VARIANTS,
@@ -16,9 +19,6 @@ from snippets.lowering import (
     build_step,
     every_mode_and_variant,
 )
-from snippets.measure.barrier import logits_pin_diff, pass_window, run_report, single_device_control
-from snippets.measure.maxtext_decoder import DecoderConfig
-from snippets.measure.step_lowering import lower_built, lower_step
 
 BASE = StepConfig()
 DIMS = BASE.kernel_dims

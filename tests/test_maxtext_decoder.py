@@ -8,14 +8,15 @@ import sys
 
 import pytest
 
-from snippets.measure import maxtext_decoder
-from snippets.measure.maxtext_decoder import (
+from snippets.hlo.maxtext_decoder import (
     DecoderConfig,
     grouped,
+    import_maxtext,
     lower_decoder,
     maxtext_config,
     mode_report,
 )
+from snippets.measure import maxtext_decoder
 from snippets.support.cli import SetupError
 
 HEAD = "decoder/logits_dense/kernel"
@@ -129,7 +130,7 @@ def test_a_missing_package_is_named(monkeypatch):
 
     monkeypatch.setattr(importlib, "import_module", without_omegaconf)
     with pytest.raises(SetupError, match="the package 'omegaconf' is missing"):
-        maxtext_decoder.import_maxtext()
+        import_maxtext()
 
 
 def test_grouped_merges_layers_and_counts():

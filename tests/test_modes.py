@@ -1,7 +1,7 @@
 """Every capability check's whole outcome in both modes, pinned: a JAX release changing one fails.
 
-The outcomes are :func:`modes.report`'s, computed once for this test and the choosing_a_mode guide
-it shares them with (:mod:`snippets.support.results`).
+The outcomes are :func:`~snippets.measure.mode_checks.outcomes.report`'s, computed once for this test and the choosing_a_mode guide
+it shares them with (:mod:`snippets.cache.results`).
 """
 
 import json
@@ -15,6 +15,7 @@ from jax.sharding import AxisType
 
 from snippets.hlo.counts import dot_flops
 from snippets.measure import modes
+from snippets.measure.mode_checks import outcomes
 from snippets.measure.mode_checks.model import FIXES, train_step_loss
 from snippets.measure.mode_checks.products import pinned_module
 from snippets.measure.mode_checks.registry import CHECKS, ISOLATED, TRACKER, check
@@ -237,7 +238,7 @@ PINNED = {
     ),
 }
 """Per check, its whole outcome under (explicit, auto) on JAX 0.12.0.1, every line of its message,
-as this machine's CPU devices give it. :func:`~snippets.support.outcomes.message` has already replaced source
+as this machine's CPU devices give it. :func:`~snippets.measure.mode_checks.outcomes.message` has already replaced source
 locations (``<source>``) and addresses; :func:`normalised` drops the devices' description."""
 
 DEVICES = re.compile(r", device_kind=[^,()]*, num_cores=\w+, platform=\w+")
@@ -253,7 +254,7 @@ def normalised(outcome: str) -> str:
 @pytest.fixture(scope="module")
 def report() -> dict[str, dict[str, str]]:
     """Every check's outcome in each mode, as choosing_a_mode runs them (``report()``)."""
-    return modes.report()
+    return outcomes.report()
 
 
 def test_every_check_is_pinned():

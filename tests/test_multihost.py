@@ -8,10 +8,10 @@ import time
 
 import pytest
 
+from snippets.cache.results import FOLDER
 from snippets.measure import multihost
 from snippets.measure.multihost import ROOT, Workers, compare, coordinator_port
 from snippets.support.cli import SetupError
-from snippets.support.results import FOLDER
 
 CLUSTER = [(0, 2, 2), (1, 2, 2)]
 """The jobs of a two-process cluster with two devices each."""
@@ -34,7 +34,7 @@ def test_workers_start_in_the_repository_root():
 @pytest.fixture(scope="module")
 def comparison() -> dict:
     """``compare(processes=2, local_devices=2)``, as the multihost guide runs it, computed once
-    for both (:mod:`snippets.support.results`)."""
+    for both (:mod:`snippets.cache.results`)."""
     return compare(processes=2, local_devices=2)
 
 

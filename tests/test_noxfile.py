@@ -1,7 +1,10 @@
-"""noxfile.py's sessions name their Python, so nox under any Python builds environments it accepts."""
+"""noxfile.py's sessions name their Python, so nox under any Python builds environments it accepts,
+and a session named as a command runs that command."""
 
 import ast
 from pathlib import Path
+
+from snippets.__main__ import COMMANDS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -78,3 +81,36 @@ def test_reading_the_noxfile_runs_no_check():
         if isinstance(node, ast.Expr) and not isinstance(node.value, ast.Constant)
     ]
     assert calls == []
+
+
+def commands_run(function: ast.FunctionDef) -> list[str]:
+    """The ``python -m snippets NAME`` commands a session runs: each ``"-m", "snippets", NAME``."""
+    found = []
+    for node in ast.walk(function):
+        args = [ast.unparse(arg) for arg in node.args] if isinstance(node, ast.Call) else []
+        found += [
+            name.strip("'\"")
+            for flag, package, name in zip(args, args[1:], args[2:], strict=False)
+            if (flag, package) == ("'-m'", "'snippets'")
+        ]
+    return found
+
+
+def test_a_session_named_as_a_command_runs_that_command():
+    """One name per thing: ``nox -s NAME`` and ``python -m snippets NAME`` are the same benchmark."""
+    sessions = [
+        node
+        for node in ast.parse((ROOT / "noxfile.py").read_text()).body
+        if isinstance(node, ast.FunctionDef) and node.name in COMMANDS
+    ]
+    assert sessions, "no session is named as a command"
+    assert {node.name: commands_run(node) for node in sessions} == {
+        node.name: [node.name] for node in sessions
+    }
+
+
+def test_a_session_running_another_command_is_found():
+    session = ast.parse(
+        'def bench(session):\n    session.run("python", "-m", "snippets", "barrier_bench")'
+    )
+    assert commands_run(session.body[0]) == ["barrier_bench"]

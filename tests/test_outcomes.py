@@ -7,7 +7,7 @@ import pytest
 from jax.sharding import AxisType
 
 from snippets.measure.mode_checks.layouts import typed_sharding
-from snippets.support.outcomes import aborted, isolated_outcome, message, outcome
+from snippets.measure.mode_checks.outcomes import aborted, isolated_outcome, message, outcome
 
 
 def test_an_outcome_is_ok_what_was_read_or_the_whole_error():

@@ -50,3 +50,13 @@ def test_each_guide_first_installs_the_companion_where_it_is_missing(guide):
     assert 'if importlib.util.find_spec("snippets") is None:' in setup.source
     assert f'"shard-perf-docs[guides]=={PROJECT["project"]["version"]}"' in setup.source
     assert all("snippets" not in line or "find_spec" in line for line in setup.source.splitlines())
+
+
+def test_the_wheel_lists_every_package_of_snippets():
+    """setuptools installs only the packages ``pyproject.toml`` names: a new one left out would be
+    missing from the wheel the notebooks install."""
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for init in (ROOT / "snippets").rglob("__init__.py")
+    }
+    assert sorted(PROJECT["tool"]["setuptools"]["packages"]) == sorted(found)

@@ -6,13 +6,11 @@ import jax
 import numpy as np
 import pytest
 
+from snippets.collective_cost import FUSION_THRESHOLD_BYTES, lm_head_threshold_table
 from snippets.devices import TooFewDevicesError
-from snippets.measure.gradient_finish import (
-    FUSION_THRESHOLD_BYTES,
-    lm_head_gradient_finish,
-    lm_head_threshold_table,
-)
-from snippets.measure.reduce_scatter import main, schedule, schedule_bytes_per_rank, walkthrough
+from snippets.hlo.gradient_finish import lm_head_gradient_finish
+from snippets.hlo.reduce_scatter import schedule, schedule_bytes_per_rank, walkthrough
+from snippets.measure.reduce_scatter import main
 
 on_cpu = pytest.mark.skipif(
     jax.default_backend() != "cpu", reason="states what XLA:CPU compiles; other backends differ"

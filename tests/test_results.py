@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from snippets.support.results import FOLDER
+from snippets.cache.results import FOLDER
 
 TALLY = {
     "tally/__init__.py": "",
@@ -17,7 +17,7 @@ TALLY = {
     "tally/count.py": (
         "import time\n"
         "from pathlib import Path\n\n"
-        "from snippets.support.results import shared\n"
+        "from snippets.cache.results import shared\n"
         "from tally.weight import WEIGHT\n\n"
         "RUNS = Path(__file__).with_name('runs')\n\n\n"
         "@shared\n"

@@ -12,8 +12,8 @@ SITE = SimpleNamespace(srcdir=ROOT)
 
 
 def test_a_snippet_modules_source_and_definitions_come_from_its_file():
-    code, tags = _snippet_source(SITE, "snippets.support.inputs")
-    assert code == (ROOT / "snippets" / "support" / "inputs.py").read_text()
+    code, tags = _snippet_source(SITE, "snippets.cache.inputs")
+    assert code == (ROOT / "snippets" / "cache" / "inputs.py").read_text()
     kind, first, last = tags["Inputs"]
     lines = code.splitlines()
     assert (kind, lines[first - 1]) == ("class", "class Inputs:")

@@ -6,9 +6,9 @@ import pytest
 
 from find_barriers.program import read_hlo
 from find_barriers.sites import TransposeSite, find_sites
+from snippets.hlo.maxtext_decoder import DecoderConfig, lower_decoder
 from snippets.hlo.stablehlo import StableHLOProgram
 from snippets.lowering import StepConfig, build_step
-from snippets.measure.maxtext_decoder import DecoderConfig, lower_decoder
 
 
 def facts(site: TransposeSite) -> tuple:

@@ -1,5 +1,5 @@
 """Guides execute at build time, before Sphinx reads them: each is cached with the inputs it read
-(:class:`snippets.support.inputs.Inputs`), so a guide runs again only when one of them changed,
+(:class:`snippets.cache.inputs.Inputs`), so a guide runs again only when one of them changed,
 and a failing cell fails the build with the guide's name. Needs ``nb_execution_mode = "cache"``.
 """
 
@@ -18,7 +18,7 @@ from myst_nb.core.execute.base import ExecutionError
 from myst_nb.core.read import create_nb_reader
 from sphinx.util import logging
 
-from snippets.support.inputs import Inputs, versions_digest
+from snippets.cache.inputs import Inputs, versions_digest
 
 LOGGER = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ def _guide_notebook(app, docname: str) -> nbformat.NotebookNode | None:
 
 
 def _guide_inputs(app, docname: str, notebook: nbformat.NotebookNode) -> dict[str, str]:
-    """What a guide's cells read (:class:`snippets.support.inputs.Inputs`), each with its hash."""
+    """What a guide's cells read (:class:`snippets.cache.inputs.Inputs`), each with its hash."""
     code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
     folder = Path(app.env.doc2path(docname)).parent
     return Inputs(Path(app.srcdir)).add_code(code, folder).versions()

@@ -3,7 +3,7 @@ lowering it reads, and how long the command line takes on that model's XLA dump 
 
 By default MaxText's decoder at llama2-7b's shape, explicit mode, on 4 simulated devices: after a
 warm-up, each repeat lowers the step and runs ``lowered_sites`` on it (untimed garbage collection
-between), and a fresh ``find-barriers DIR`` process reads the dump. ``nox -s bench`` runs it.
+between), and a fresh ``find-barriers DIR`` process reads the dump. ``nox -s barrier_bench`` runs it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import jax
 from find_barriers.dumps import BEFORE
 from snippets.devices import MESH_DEVICES, SHARD_MODES, setup_devices
 from snippets.hlo.lowered import lowered_sites
-from snippets.measure.maxtext_decoder import DecoderConfig, lower_decoder
+from snippets.hlo.maxtext_decoder import DecoderConfig, lower_decoder
 from snippets.support.cli import Parser, positive_int, reported
 from snippets.support.tables import print_report
 from snippets.support.timing import spread

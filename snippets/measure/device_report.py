@@ -4,22 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import jax
-
-from snippets.devices import MESH_DEVICES, setup_devices
+from snippets.devices import MESH_DEVICES, describe_devices, setup_devices
 from snippets.support.cli import Parser, positive_int, reported
 from snippets.support.tables import print_report
-
-
-def describe_devices() -> dict[str, object]:
-    """The backend and devices JAX is using, as plain data."""
-    devices = jax.devices()
-    return {
-        "backend": jax.default_backend(),
-        "device_kind": devices[0].device_kind,
-        "devices": len(devices),
-        "simulated": devices[0].platform == "cpu",
-    }
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -1,31 +1,15 @@
-"""What each shard mode lets you write: every capability check, run on an Explicit and an Auto mesh.
-
-Each check (:mod:`snippets.measure.mode_checks`) gives ``ok``, what it read, or its whole error
-(:mod:`snippets.support.outcomes`) in each mode: a release that changes one shows.
-"""
+"""What each shard mode lets you write: every capability check, run on an Explicit and an Auto mesh
+(:func:`snippets.measure.mode_checks.outcomes.report`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from snippets.devices import MESH_DEVICES, SHARD_MODES, setup_devices
-from snippets.measure.mode_checks.registry import CHECKS, ISOLATED
+from snippets.devices import MESH_DEVICES, setup_devices
+from snippets.measure.mode_checks.outcomes import report
+from snippets.measure.mode_checks.registry import CHECKS
 from snippets.support.cli import Parser, reported
-from snippets.support.outcomes import isolated_outcome, outcome
-from snippets.support.results import shared
 from snippets.support.tables import print_report
-
-
-@shared
-def report(names: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
-    """``{name: {"explicit": outcome, "auto": outcome}}`` for the named checks (default: all)."""
-    return {
-        name: {
-            mode: (isolated_outcome if name in ISOLATED else outcome)(CHECKS[name], axis_type)
-            for mode, axis_type in SHARD_MODES.items()
-        }
-        for name in names or CHECKS
-    }
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -22,12 +22,12 @@ import numpy as np
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from snippets.cache.results import shared
 from snippets.devices import MESH_DEVICES, SHARD_MODES, ShardMode
+from snippets.hlo.barrier import run_report
+from snippets.hlo.programs import lower_built
 from snippets.lowering import StepConfig, build_step
-from snippets.measure.barrier import run_report
-from snippets.measure.step_lowering import lower_built
 from snippets.support.cli import Parser, SetupError, positive_int, reported
-from snippets.support.results import shared
 from snippets.support.tables import print_report
 
 HOST = "127.0.0.1"

@@ -72,7 +72,7 @@ class ExplicitModeFacts(TypedDict):
 
 
 class LMHeadFacts(TypedDict):
-    """:func:`lm_head_facts`: :func:`snippets.measure.head_orientation.orientation_report` less its shapes."""
+    """:func:`lm_head_facts`: :func:`snippets.head_orientation.orientation_report` less its shapes."""
 
     same_seed_identical: bool
     exact_inputs_identical: bool
@@ -114,7 +114,7 @@ MaxTextFacts = TypedDict(
 MaxTextFacts.__doc__ = ":func:`maxtext_facts`: calls, sites and folds, per mode."
 
 Capabilities = dict[str, dict[str, str]]
-""":func:`capability_facts`: each check of :mod:`snippets.measure.modes`, its outcome per mode."""
+""":func:`capability_facts`: each check of :mod:`snippets.measure.mode_checks`, its outcome per mode."""
 
 
 class CheckError(TypedDict):
@@ -162,8 +162,8 @@ def _picked(kind: type[R], source: Mapping) -> R:  # noqa: UP047
 
 def barrier_facts() -> BarrierFacts:
     """Per (mode x variant): Sharding calls, barrier sites, compiled transposes; the pass order."""
+    from snippets.hlo.barrier import barrier_report
     from snippets.lowering import StepConfig
-    from snippets.measure.barrier import barrier_report
 
     report = barrier_report(StepConfig())
     runs = []
@@ -181,8 +181,8 @@ def barrier_facts() -> BarrierFacts:
 
 def causal_control_facts() -> CausalControlFacts:
     """The one-device control with sharding-remover off: is each gradient written in kernel order?"""
+    from snippets.hlo.causal_control import causal_control
     from snippets.lowering import StepConfig
-    from snippets.measure.causal_control import causal_control
 
     runs = [_picked(ControlRun, row) for row in causal_control(StepConfig())]
     return CausalControlFacts(runs=runs)
@@ -190,7 +190,7 @@ def causal_control_facts() -> CausalControlFacts:
 
 def reduce_scatter_facts() -> ReduceScatterFacts:
     """The lesson's 2x2 exchange: each rank's finished rows and the bytes each rank sends."""
-    from snippets.measure.reduce_scatter import walkthrough
+    from snippets.hlo.reduce_scatter import walkthrough
 
     return _picked(ReduceScatterFacts, walkthrough(ranks=2, explicit=False))
 
@@ -198,7 +198,7 @@ def reduce_scatter_facts() -> ReduceScatterFacts:
 def explicit_mode_facts() -> ExplicitModeFacts:
     """The 2x2 exchange in explicit mode (``unreduced`` partials, ``reshard``), not in the story."""
     from snippets.exchange import SEED_A, SEED_B, contraction_mesh, split_contraction
-    from snippets.measure.reduce_scatter import explicit_mode
+    from snippets.hlo.reduce_scatter import explicit_mode
 
     mesh = contraction_mesh(2)
     return _picked(ExplicitModeFacts, explicit_mode(*split_contraction(SEED_A, SEED_B, mesh), mesh))
@@ -206,7 +206,7 @@ def explicit_mode_facts() -> ExplicitModeFacts:
 
 def lm_head_facts() -> LMHeadFacts:
     """Both kernel orientations: same seed, same matrix; outputs equal up to rounding."""
-    from snippets.measure.head_orientation import orientation_report
+    from snippets.head_orientation import orientation_report
 
     return _picked(LMHeadFacts, orientation_report())
 
@@ -214,8 +214,8 @@ def lm_head_facts() -> LMHeadFacts:
 def vocab_parallel_facts() -> VocabParallelFacts:
     """The head's collective bytes per device, default and vocab-parallel, on a 4-way fsdp mesh
     with a vocab 64 times the tokens; and whether the rotated kernel's gradient needs one."""
+    from snippets.hlo.head_traffic import head_traffic
     from snippets.lowering import StepConfig
-    from snippets.measure.head_traffic import head_traffic
 
     wide = StepConfig(mesh="fsdp", emb=64, vocab=8192, batch=8, seq=16)
     traffic = head_traffic(wide, ("EV", "vocab-parallel"))
@@ -230,15 +230,16 @@ def vocab_parallel_facts() -> VocabParallelFacts:
 
 
 def capability_facts() -> Capabilities:
-    """What each mode allows (:mod:`snippets.measure.modes`): every check's outcome, per mode."""
-    from snippets.measure.modes import report
+    """What each mode allows (:func:`~snippets.measure.mode_checks.outcomes.report`): every check's
+    outcome, per mode."""
+    from snippets.measure.mode_checks.outcomes import report
 
     return report()
 
 
 def maxtext_facts() -> MaxTextFacts:
-    """MaxText's decoder (``snippets.measure.maxtext_decoder``'s defaults): calls, sites, folds per mode."""
-    from snippets.measure.maxtext_decoder import DecoderConfig, decoder_report, what_it_is
+    """MaxText's decoder (``snippets.hlo.maxtext_decoder``'s defaults): calls, sites, folds per mode."""
+    from snippets.hlo.maxtext_decoder import DecoderConfig, decoder_report, what_it_is
 
     report = decoder_report(DecoderConfig(), causal=True)
     facts: dict[str, object] = {"maxtext": report["maxtext"]}

@@ -1,1 +1,1 @@
-"""Support: command-line plumbing, config, tables, figures, timing, quoted figures, check outcomes."""
+"""Support: plumbing: command lines, configs, tables, timing, a workflow's steps run here."""

@@ -1,4 +1,4 @@
-"""What every ``python -m snippets.NAME`` shares: one ``error:`` line for bad input, memory bounds."""
+"""What every ``python -m snippets NAME`` shares: one ``error:`` line for bad input, memory bounds."""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ from flax import nnx
 from jax.sharding import AxisType
 from jax.sharding import PartitionSpec as P
 
+from snippets.cache.results import shared
 from snippets.measure.mode_checks.registry import check, mesh_of
-from snippets.support.results import shared
 
 FIXES = ("embed", "down", "loss")
 """The changes that let the model run on an Explicit mesh, in order."""

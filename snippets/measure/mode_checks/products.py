@@ -14,8 +14,8 @@ from jax.sharding import PartitionSpec as P
 
 from snippets.hlo.collectives import collectives
 from snippets.hlo.counts import dot_flops
+from snippets.hlo.programs import compiled_text
 from snippets.measure.mode_checks.registry import check, mesh_of
-from snippets.measure.step_lowering import compiled_text
 
 
 @check

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from jax.sharding import AxisType, Mesh
 
 from snippets.devices import MESH_DEVICES, make_mesh
-from snippets.support.outcomes import Check
+
+Check = Callable[[AxisType], str | None]
+"""A check runs plain JAX under one axis type; it returns what it read (or ``None``), or raises."""
 
 CHECKS: dict[str, Check] = {}
 """Every check by the name the report, the tests and the version matrix use, in the order the

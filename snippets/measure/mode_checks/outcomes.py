@@ -1,5 +1,6 @@
 """A check's outcome under one mesh axis type: ``ok`` (``ok: what it read``) or its whole error,
-source locations and addresses normalised; or how the fresh interpreter it ran in ended."""
+source locations and addresses normalised; or how the fresh interpreter it ran in ended.
+:func:`report` gives every registered check's outcome in both modes."""
 
 from __future__ import annotations
 
@@ -9,19 +10,24 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 
 import jax
 from jax.sharding import AxisType
 
-Check = Callable[[AxisType], str | None]
-"""A check runs plain JAX under one axis type; it returns what it read (or ``None``), or raises."""
+from snippets.cache.results import shared
+from snippets.devices import SHARD_MODES
+from snippets.measure.mode_checks.registry import CHECKS, ISOLATED, Check
 
 SOURCE = re.compile(r"(?:/[^\s:()]+)+\.py:\d+(?::\d+)?")
 """A Python source location, ``/path/file.py:LINE[:COLUMN]``: JAX names the caller's line."""
+
+
 ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b")
 """A memory address, as a ``repr`` prints it."""
+
+
 GLOG_PREFIX = re.compile(r"^[FEWI]\d{4} [\d:.]+\s+\d+ ", re.MULTILINE)
 """A C++ log line's severity, date, time and thread id (XLA logs a failed check this way)."""
 
@@ -50,13 +56,13 @@ def isolated_outcome(check: Check, axis_type: AxisType) -> str:
     name), so that a program aborting it (as jax-ml/jax#29162's did) ends only that one."""
     code = (
         "import importlib, json, sys; from jax.sharding import AxisType; "
-        "from snippets.support.outcomes import outcome; "
+        "from snippets.measure.mode_checks.outcomes import outcome; "
         "check = getattr(importlib.import_module(sys.argv[1]), sys.argv[2]); "
         "print(json.dumps(outcome(check, AxisType[sys.argv[3]])))"
     )
     command = [sys.executable, "-c", code, check.__module__, check.__name__, axis_type.name]
     env = os.environ | {"JAX_NUM_CPU_DEVICES": str(len(jax.devices("cpu")))}
-    root = Path(__file__).resolve().parents[2]  # holds the snippets package
+    root = Path(__file__).resolve().parents[3]  # holds the snippets package
     result = subprocess.run(command, capture_output=True, text=True, cwd=root, env=env, check=False)
     if result.returncode == 0:
         return json.loads(result.stdout.splitlines()[-1])
@@ -81,3 +87,15 @@ def short(result: str) -> str:
     ('ShardingTypeError', 'ok: float32[8@x,8]')
     """
     return result if result.startswith("ok") else result.partition(":")[0]
+
+
+@shared
+def report(names: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
+    """``{name: {"explicit": outcome, "auto": outcome}}`` for the named checks (default: all)."""
+    return {
+        name: {
+            mode: (isolated_outcome if name in ISOLATED else outcome)(CHECKS[name], axis_type)
+            for mode, axis_type in SHARD_MODES.items()
+        }
+        for name in names or CHECKS
+    }

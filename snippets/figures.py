@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.text import Text
 
-from snippets.support.sources import SOURCE_TPU_RESULTS, TPU_PASS_WINDOW
+from snippets.sources import SOURCE_TPU_RESULTS, TPU_PASS_WINDOW
 
 DPI = 150
 """Resolution of the displayed PNG: 1 inch of figure is 150 image pixels."""

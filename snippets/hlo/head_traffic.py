@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypedDict
 
+from snippets.cache.results import shared
 from snippets.hlo.collectives import COLLECTIVES, collectives
 from snippets.hlo.gradients import gradient_path
+from snippets.hlo.programs import LoweredStep, lower_built
 from snippets.lowering import StepConfig, build_head_step, every_mode_and_variant
-from snippets.measure.step_lowering import LoweredStep, lower_built
 from snippets.ring_model import ring_bytes_per_rank
-from snippets.support.results import shared
-from snippets.support.sources import DESIGN_DOC_MODELS
+from snippets.sources import DESIGN_DOC_MODELS
 
 
 class HeadTraffic(TypedDict):

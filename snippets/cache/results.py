@@ -1,7 +1,7 @@
 """Results a guide and a test share: computed once per content of what produced them.
 
 With ``SNIPPETS_RESULTS`` naming a folder (the tests set it), a :func:`shared` function's result
-is stored there under a hash of its module's inputs (:mod:`snippets.support.inputs`), its arguments
+is stored there under a hash of its module's inputs (:mod:`snippets.cache.inputs`), its arguments
 and the devices' platform, and read back by a later call anywhere (a concurrent one waits); unset,
 the function just runs. A result that depends on the device count takes that count as an argument.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import jax
 
-from snippets.support.inputs import Inputs
+from snippets.cache.inputs import Inputs
 
 FOLDER = "SNIPPETS_RESULTS"
 """The environment variable naming the folder of shared results."""

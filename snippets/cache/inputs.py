@@ -2,7 +2,7 @@
 transitively, the files they name, and the installed packages they import, at their versions.
 
 A guide's execution (``docs/_ext/execution_cache.py``) and a shared result
-(:mod:`snippets.support.results`) are keyed on these, so that editing a module re-runs only what
+(:mod:`snippets.cache.results`) are keyed on these, so that editing a module re-runs only what
 imports it. Imports anywhere in a module count, inside functions too, and so does ``python -m NAME``
 written as a command's ``"-m", "NAME"``; a module imported by a computed name is not seen.
 """
