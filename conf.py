@@ -22,6 +22,7 @@ extensions = [
     "sphinx_copybutton",
     "sphinx_design",
     # docs/_ext
+    "code_breaks",
     "execution_cache",
     "jax_source",
     "notebook_download",
