@@ -1,26 +1,30 @@
-"""Inline code gets a break opportunity after each inner underscore, and nothing else changes."""
+"""Inline code gets a break opportunity after each underscore or dot between two words of a name,
+and nothing else changes."""
 
 from __future__ import annotations
 
 import code_breaks
-from code_breaks import break_at_underscores
+from code_breaks import break_between_words
 from tests.sphinx_project import build_project
 
 
-def test_an_inner_underscore_gets_a_break_and_tags_and_edges_do_not():
+def test_inner_underscores_and_dots_get_a_break_and_tags_and_edges_do_not():
     html = (
         '<code class="xref py py-func docutils literal notranslate">'
         '<span class="pre">_private_name</span> <span class="pre">x__y_</span></code>'
+        '<code class="docutils literal notranslate"><span class="pre">jax.sharding.reshard(x).at[0].set</span></code>'
     )
-    assert break_at_underscores(html) == (
+    assert break_between_words(html) == (
         '<code class="xref py py-func docutils literal notranslate">'
         '<span class="pre">_private_<wbr>name</span> <span class="pre">x__y_</span></code>'
+        '<code class="docutils literal notranslate"><span class="pre">jax.<wbr>sharding.<wbr>reshard(x).<wbr>at[0].<wbr>set</span></code>'
     )
 
 
-def test_only_inline_literals_change():
-    block = '<pre><span class="n">lm_head</span></pre><p>snake_case prose</p>'
-    assert break_at_underscores(block) == block
+def test_numbers_and_code_outside_inline_literals_do_not_change():
+    version = '<code class="docutils literal notranslate"><span class="pre">0.2.5</span></code>'
+    block = '<pre><span class="n">lm_head.kernel</span></pre><p>snake_case prose.</p>'
+    assert break_between_words(version + block) == version + block
 
 
 def test_a_built_page_breaks_inline_code_but_not_code_blocks(tmp_path):

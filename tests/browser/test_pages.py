@@ -54,8 +54,9 @@ async () => {
   const main = document.querySelector("article.bd-article") || document.body;
   // What a reader scrolls through: the article without collapsed dropdowns, scripts and styles.
   const reading = main.cloneNode(true);
-  reading.querySelectorAll("details:not([open]) > :not(summary), script, style")
+  reading.querySelectorAll("details:not([open]) > :not(summary), script, style, wbr")
     .forEach((el) => el.remove());
+  reading.normalize();  // a name a <wbr> split (docs/_ext/code_breaks.py) is one word again
   const walker = document.createTreeWalker(reading, NodeFilter.SHOW_TEXT);
   const pieces = [];  // every text node, code and outputs included, each a separate run of words
   while (walker.nextNode()) pieces.push(walker.currentNode.nodeValue);
