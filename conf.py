@@ -22,6 +22,7 @@ extensions = [
     "sphinx_copybutton",
     "sphinx_design",
     # docs/_ext
+    "code_breaks",
     "config_as_read",
     "execution_cache",
     "jax_source",

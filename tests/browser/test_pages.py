@@ -54,8 +54,9 @@ async () => {
   const main = document.querySelector("article.bd-article") || document.body;
   // What a reader scrolls through: the article without collapsed dropdowns, scripts and styles.
   const reading = main.cloneNode(true);
-  reading.querySelectorAll("details:not([open]) > :not(summary), script, style")
+  reading.querySelectorAll("details:not([open]) > :not(summary), script, style, wbr")
     .forEach((el) => el.remove());
+  reading.normalize();  // a name a <wbr> split (docs/_ext/code_breaks.py) is one word again
   const walker = document.createTreeWalker(reading, NodeFilter.SHOW_TEXT);
   const pieces = [];  // every text node, code and outputs included, each a separate run of words
   while (walker.nextNode()) pieces.push(walker.currentNode.nodeValue);
@@ -73,6 +74,31 @@ async () => {
   const collapsed = wideCode(document);
   document.querySelectorAll("details").forEach((d) => { d.open = true; });
   const expanded = wideCode(document);
+  // Inline code that wraps between two letters or digits: each character's line, in order.
+  const midWordBreaks = [...main.querySelectorAll("code.literal")]
+    .filter((code) => visible(code) && code.getClientRects().length > 1)
+    .flatMap((code) => {
+      const found = [];
+      const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+      let before = null;  // the last character laid out before this one, and its line's top
+      while (walker.nextNode()) {
+        const node = walker.currentNode;
+        for (let i = 0; i < node.length; i++) {
+          const range = document.createRange();
+          range.setStart(node, i);
+          range.setEnd(node, i + 1);
+          const box = range.getClientRects()[0];
+          const char = node.nodeValue[i];
+          if (!box || /\\s/.test(char)) { before = null; continue; }  // a space is a word's end
+          if (before && box.top > before.top + 1 && /[A-Za-z0-9]/.test(before.char)
+              && /[A-Za-z0-9]/.test(char)) {
+            found.push(`${code.textContent.trim().slice(0, 60)} (${before.char}|${char})`);
+          }
+          before = {char: char, top: box.top};
+        }
+      }
+      return found;
+    });
   return {
     url: location.href,
     ids: [...document.querySelectorAll("[id]")].map((el) => el.id)
@@ -88,6 +114,7 @@ async () => {
     words: words,
     height: height,
     tables: tables,
+    midWordBreaks: midWordBreaks,
     searches: [...document.querySelectorAll(".search-button__button")].filter(visible).length,
   };
 }
@@ -111,6 +138,7 @@ class Visit:
     words: int = 0
     height: int = 0
     tables: list[dict] = dataclasses.field(default_factory=list)
+    mid_word_breaks: list[str] = dataclasses.field(default_factory=list)
     searches: int = 0
     console_errors: list[str] = dataclasses.field(default_factory=list)
     failed_responses: list[str] = dataclasses.field(default_factory=list)
@@ -191,7 +219,7 @@ def visit(tab, base_url: str, page: str, record: Visit, screenshots: Path, redir
     record.images, record.page_width = found["images"], found["pageWidth"]
     record.wide_code, record.text = found["wideCode"], found["text"]
     record.words, record.height, record.tables = found["words"], found["height"], found["tables"]
-    record.searches = found["searches"]
+    record.searches, record.mid_word_breaks = found["searches"], found["midWordBreaks"]
 
 
 def visit_all(browser, base_url, pages, width, scheme, screenshots, site) -> list[Visit]:
@@ -330,6 +358,18 @@ def test_every_image_loads_and_has_alt_text(visits):
 def test_no_page_is_wider_than_the_screen(visits):
     problems = [
         f"{v.where}: page is {v.page_width} px wide" for v in visits if v.page_width > v.width
+    ]
+    assert not problems, report(problems)
+
+
+def test_inline_code_wraps_only_between_words(visits):
+    """A long flag name wraps after one of its underscores (docs/_ext/code_breaks.py), never
+    between two of its letters: ``lm_head_weight_grad_in_kernel_`` / ``order`` on a phone."""
+    problems = [
+        f"{v.where}: inline code wraps mid-word: {where}"
+        for v in visits
+        if v.scheme == "light"
+        for where in v.mid_word_breaks
     ]
     assert not problems, report(problems)
 
