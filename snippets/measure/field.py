@@ -1,0 +1,86 @@
+"""``python -m snippets field``: the design doc's 25 configs compiled for a TPU v5p slice on this
+machine (:mod:`snippets.hlo.field`), each config in both shard modes, and find-barriers on the
+CPU dump of its explicit step; written as JSON with the versions and date it was made with.
+``nox -s field`` runs it (libtpu installed; minutes a config) and writes ``docs/field.json``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Sequence
+from importlib.metadata import version
+from pathlib import Path
+
+from find_barriers.rules import rule_of
+from snippets.hlo.compiled import copy_traffic, entry_copies, reduce_scatters
+from snippets.hlo.field import TOPOLOGY, blocked_sites, compile_config, field_configs, overrides
+from snippets.support.cli import Parser
+
+FIELD = Path(__file__).resolve().parents[2] / "docs" / "field.json"
+"""Where ``nox -s field`` records the field, for the guide to render."""
+
+
+def compiled_facts(config: dict, keep: Path | None = None) -> dict:
+    """One config compiled for ``v5p-8`` in each mode, and find-barriers on its CPU dump; with
+    ``keep``, the dumps written there (``keep/NAME``)."""
+    folder = keep / config["name"] if keep else None
+    modes = {mode: compile_config(config, mode, keep=folder) for mode in ("explicit", "auto")}
+    facts = {
+        mode: {
+            "copies": len(entry_copies(found["after"])),
+            "copy_traffic": copy_traffic(found["after"]),
+            "reduce_scatters": reduce_scatters(found["after"]),
+            "optimal_seconds": found["optimal_seconds"],
+        }
+        for mode, found in modes.items()
+    }
+    blocked = blocked_sites(compile_config(config, "explicit", cpu=True, keep=folder)["before"])
+    rules = [rule.code for site in blocked if (rule := rule_of(site))]
+    facts["find_barriers"] = {
+        "blocked": len(blocked),
+        "rules": {code: rules.count(code) for code in sorted(set(rules))},
+        "parameters": sorted({site.parameter for site in blocked if site.parameter}),
+    }
+    return facts
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Compile the configs asked for (all by default) and write the field's JSON."""
+    parser = Parser(__doc__, json_help=None)
+    parser.add_argument("--configs", nargs="*", metavar="NAME", help="only these configs")
+    parser.add_argument("--out", type=Path, default=FIELD, help=f"where to write ({FIELD.name})")
+    parser.add_argument("--keep", type=Path, help="a folder to keep each config's dumps in")
+    parser.add_argument(
+        "--resume", action="store_true", help="keep the configs --out already holds, made alike"
+    )
+    args = parser.parse_args(argv)
+    configs = field_configs()["config"]
+    names = [config["name"] for config in configs]
+    if unknown := sorted(set(args.configs or ()) - set(names)):
+        parser.error(f"no config {', '.join(unknown)}; the configs are {', '.join(names)}")
+    chosen = [config for config in configs if not args.configs or config["name"] in args.configs]
+    record = {
+        "topology": TOPOLOGY,
+        "made": datetime.date.today().isoformat(),
+        "versions": {name: version(name) for name in ("maxtext", "jax", "jaxlib", "libtpu")},
+        "source": field_configs()["source"]["doc_url"],
+        "shrink": field_configs()["source"]["shrink"],
+        "configs": [],
+    }
+    compiled: dict[tuple, dict] = {}  # a config the doc ran twice is compiled once
+    if args.resume and args.out.exists():
+        done = json.loads(args.out.read_text())
+        if done["versions"] == record["versions"] and done["shrink"] == record["shrink"]:
+            by_name = {config["name"]: config for config in configs}
+            for row in done["configs"]:
+                compiled[tuple(overrides(by_name[row["name"]]))] = {
+                    key: value for key, value in row.items() if key != "name"
+                }
+    for config in chosen:
+        key = tuple(overrides(config))
+        if key not in compiled:
+            compiled[key] = compiled_facts(config, args.keep)
+        record["configs"].append({"name": config["name"], **compiled[key]})
+        args.out.write_text(json.dumps(record, indent=1) + "\n")  # each config kept as it comes
+        print(f"{config['name']}: {json.dumps(compiled[key])}", flush=True)
