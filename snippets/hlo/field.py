@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from find_barriers.program import read_hlo
-from find_barriers.sites import TransposeSite, find_sites
+from find_barriers.rules import WEIGHT_GRADIENT, rule_of
+from find_barriers.sites import find_sites
 
 TOPOLOGY = "v5p-8"
 """MaxText's name for the slice the doc measured on: four v5p chips."""
@@ -93,6 +94,62 @@ def _stage_suffix(stage: str, cpu: bool) -> str:
     return "before_optimizations" if stage == "before" else f"{'cpu_' * cpu}after_optimizations"
 
 
-def blocked_sites(before: str) -> list[TransposeSite]:
-    """find-barriers' blocked sites of the module JAX hands XLA."""
-    return [site for site in find_sites(read_hlo(before)) if site.blocked]
+def kept_dump(folder: Path, name: str) -> str:
+    """A dump :func:`compile_config` kept: ``name`` is ``{cpu|tpu}_{mode}_{before|after}``."""
+    return gzip.decompress((folder / f"{name}.txt.gz").read_bytes()).decode()
+
+
+def find_barriers_facts(before: str) -> dict[str, Any]:
+    """What find-barriers says of the module JAX hands XLA: its blocked sites by rule, their
+    estimated relayout-copy and lost reduce-scatter bytes a step (:mod:`find_barriers.cost`),
+    the parameters blocked, and its exit status with ``--min-bytes 1`` (a weight gradient the
+    estimate prices at nothing does not fail)."""
+    sites = [site for site in find_sites(read_hlo(before)) if site.blocked]
+    rules = [rule.code for site in sites if (rule := rule_of(site))]
+    costs = [site.cost for site in sites if site.cost is not None]
+    return {
+        "blocked": len(sites),
+        "rules": {code: rules.count(code) for code in sorted(set(rules))},
+        "relayout_copy_bytes": sum(cost.relayout_copy_bytes for cost in costs),
+        "lost_reduce_scatter_bytes": sum(cost.lost_reduce_scatter_bytes for cost in costs),
+        "parameters": sorted({site.parameter for site in sites if site.parameter}),
+        "exit_status": int(any(map(_costs, sites))),
+    }
+
+
+def field_rows(record: dict) -> list[dict[str, Any]]:
+    """Each config of a field ``record`` beside the design doc's figures: the copy bytes the doc
+    states (MB, or None), those the TPU compile adds (explicit's entry copies over auto's, read
+    and written), find-barriers' estimate from the CPU dump, the reduce-scatters in each mode
+    (and the doc's, for the four models its item 03 lists), XLA's ``optimal_seconds`` ratio and
+    the doc's measured step-time change."""
+    doc = {config["name"]: config for config in field_configs()["config"]}
+    rows = []
+    for found in record["configs"]:
+        config = doc[found["name"]]
+        explicit, auto, checked = found["explicit"], found["auto"], found["find_barriers"]
+        stated = config.get("reduce_scatters")
+        rows.append(
+            {
+                "config": found["name"],
+                "section": config["section"],
+                "url": config["url"],
+                "doc_copy_mb": config.get("stated_copy_mb"),
+                "compiled_copy_mb": (explicit["copy_traffic"] - auto["copy_traffic"]) / 1e6,
+                "estimate_mb": checked["relayout_copy_bytes"] / 1e6,
+                "reduce_scatters": (auto["reduce_scatters"], explicit["reduce_scatters"]),
+                "doc_reduce_scatters": stated and (stated["auto"], stated["explicit"]),
+                "lost_reduce_scatter_mb": checked["lost_reduce_scatter_bytes"] / 1e6,
+                "doc_lost_reduce_scatter": config["lost_reduce_scatter"],
+                "optimal_ratio": explicit["optimal_seconds"] / auto["optimal_seconds"],
+                "doc_step_delta_pct": config["step_delta_pct"],
+                "exit_status": checked["exit_status"],
+            }
+        )
+    return rows
+
+
+def _costs(site) -> bool:
+    """Whether a blocked site fails the check with ``--min-bytes 1``."""
+    unpriced = rule_of(site) is not WEIGHT_GRADIENT or site.cost is None
+    return unpriced or site.cost.bytes >= 1

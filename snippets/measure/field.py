@@ -12,9 +12,15 @@ from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
 
-from find_barriers.rules import rule_of
 from snippets.hlo.compiled import copy_traffic, entry_copies, reduce_scatters
-from snippets.hlo.field import TOPOLOGY, blocked_sites, compile_config, field_configs, overrides
+from snippets.hlo.field import (
+    TOPOLOGY,
+    compile_config,
+    field_configs,
+    find_barriers_facts,
+    kept_dump,
+    overrides,
+)
 from snippets.support.cli import Parser
 
 FIELD = Path(__file__).resolve().parents[2] / "docs" / "field.json"
@@ -35,14 +41,8 @@ def compiled_facts(config: dict, keep: Path | None = None) -> dict:
         }
         for mode, found in modes.items()
     }
-    blocked = blocked_sites(compile_config(config, "explicit", cpu=True, keep=folder)["before"])
-    rules = [rule.code for site in blocked if (rule := rule_of(site))]
-    facts["find_barriers"] = {
-        "blocked": len(blocked),
-        "rules": {code: rules.count(code) for code in sorted(set(rules))},
-        "parameters": sorted({site.parameter for site in blocked if site.parameter}),
-    }
-    return facts
+    cpu = compile_config(config, "explicit", cpu=True, keep=folder)
+    return facts | {"find_barriers": find_barriers_facts(cpu["before"])}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -53,6 +53,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--keep", type=Path, help="a folder to keep each config's dumps in")
     parser.add_argument(
         "--resume", action="store_true", help="keep the configs --out already holds, made alike"
+    )
+    parser.add_argument(
+        "--reread",
+        action="store_true",
+        help="with --resume and --keep, read find-barriers' facts anew from the kept CPU dumps",
     )
     args = parser.parse_args(argv)
     configs = field_configs()["config"]
@@ -74,9 +79,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         if done["versions"] == record["versions"] and done["shrink"] == record["shrink"]:
             by_name = {config["name"]: config for config in configs}
             for row in done["configs"]:
-                compiled[tuple(overrides(by_name[row["name"]]))] = {
-                    key: value for key, value in row.items() if key != "name"
-                }
+                kept = {key: value for key, value in row.items() if key != "name"}
+                if args.reread and args.keep:
+                    before = kept_dump(args.keep / row["name"], "cpu_explicit_before")
+                    kept["find_barriers"] = find_barriers_facts(before)
+                compiled[tuple(overrides(by_name[row["name"]]))] = kept
     for config in chosen:
         key = tuple(overrides(config))
         if key not in compiled:

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 
 from find_barriers import baseline
 from find_barriers.dumps import Module, read_modules
-from find_barriers.rules import NO_COST, WEIGHT_GRADIENT, rule_of
+from find_barriers.rules import WEIGHT_GRADIENT, rule_of
 from find_barriers.sites import TransposeSite, find_sites
 
 NEW, ACCEPTED, IGNORED, BELOW = "new", "accepted", "ignored", "below"
@@ -84,7 +84,7 @@ def check(
     baseline_file: str | None = None,
     ignored: frozenset[str] = frozenset(),
     path_map: Sequence[tuple[str, str]] = (),
-    min_bytes: int = 1,
+    min_bytes: int = 0,
 ) -> Result:
     """Every module ``paths`` name (``pattern`` narrowing them), its sites, each blocked site's
     status: ignored (its rule is), accepted (the baseline file covers it), below (a weight
@@ -101,7 +101,7 @@ def check(
             if status == NEW and left[tag := baseline.tag(baseline.key(module, site))] > 0:
                 left[tag] -= 1
                 status = ACCEPTED
-            priced = rule in (WEIGHT_GRADIENT, NO_COST) and site.cost is not None
+            priced = rule is WEIGHT_GRADIENT and site.cost is not None
             if status == NEW and priced and site.cost.bytes < min_bytes:
                 status = BELOW
             statuses.append(status)

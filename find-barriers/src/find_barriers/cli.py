@@ -66,9 +66,9 @@ def parser() -> Parser:
         "--min-bytes",
         metavar="N",
         type=nonnegative,
-        default=1,
+        default=0,
         help="fail on a blocked weight gradient only if its estimated cost is N bytes a step or "
-        "more (default 1: any cost; 0: every one)",
+        "more (default 0: every one; 1: any cost)",
     )
     add("--ignore", metavar="RULE", action="append", default=[], help="ignore a rule (FB003)")
     add("--exit-zero", action="store_true", help="exit 0 even when new blocked sites are found")

@@ -18,7 +18,7 @@ module JAX hands XLA, by the two mechanisms MaxText's design doc measured on TPU
 [doc]: https://github.com/AI-Hypercomputer/maxtext/blob/37ba11cc7db4ae6b5d58f25a993caa5e9c4e125e/docs/guides/optimization/shard_mode_performance.md
 [relayout]: https://github.com/AI-Hypercomputer/maxtext/blob/37ba11cc7db4ae6b5d58f25a993caa5e9c4e125e/docs/guides/optimization/shard_mode_performance.md#43-consequence-b--six-relayout-copies-per-step-universal
 [tied]: https://github.com/AI-Hypercomputer/maxtext/blob/37ba11cc7db4ae6b5d58f25a993caa5e9c4e125e/docs/guides/optimization/shard_mode_performance.md#46-the-natural-control-tied-embeddings
-[loop]: https://github.com/AI-Hypercomputer/maxtext/blob/37ba11cc7db4ae6b5d58f25a993caa5e9c4e125e/docs/guides/optimization/shard_mode_performance.md#47-gemma3s-regression-is-a-shrink-artifact-not-a-model-property
+[loop]: https://github.com/AI-Hypercomputer/maxtext/blob/37ba11cc7db4ae6b5d58f25a993caa5e9c4e125e/docs/guides/optimization/shard_mode_performance.md#47-gemma3s-449-is-an-artifact-of-the-shrink-and-it-reverses-at-real-depth
 [dense]: https://github.com/AI-Hypercomputer/maxtext/blob/37ba11cc7db4ae6b5d58f25a993caa5e9c4e125e/docs/guides/optimization/shard_mode_performance.md#48-consequence-c--the-dense-layer-weight-gradients-layout-is-un-pinned-and-that-cuts-both-ways
 [scatter]: https://github.com/AI-Hypercomputer/maxtext/blob/37ba11cc7db4ae6b5d58f25a993caa5e9c4e125e/docs/guides/optimization/shard_mode_performance.md#42-consequence-a--the-lost-reduce-scatter
 """
@@ -40,7 +40,7 @@ SECTIONS = {
     "4.2": "#42-consequence-a--the-lost-reduce-scatter",
     "4.3": "#43-consequence-b--six-relayout-copies-per-step-universal",
     "4.6": "#46-the-natural-control-tied-embeddings",
-    "4.7": "#47-gemma3s-regression-is-a-shrink-artifact-not-a-model-property",
+    "4.7": "#47-gemma3s-449-is-an-artifact-of-the-shrink-and-it-reverses-at-real-depth",
     "4.8": "#48-consequence-c--the-dense-layer-weight-gradients-layout-is-un-pinned-and-that-cuts-both-ways",
 }
 """The design doc's sections each estimate follows, by number."""

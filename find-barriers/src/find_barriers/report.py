@@ -11,7 +11,7 @@ from find_barriers import __version__
 from find_barriers.baseline import describe
 from find_barriers.check import ACCEPTED, BELOW, IGNORED, NEW, VERDICTS, Result
 from find_barriers.frames import readable
-from find_barriers.rules import NO_COST, RULES, STALE_ENTRY, WEIGHT_GRADIENT, Rule, rule_of
+from find_barriers.rules import RULES, STALE_ENTRY, WEIGHT_GRADIENT, Rule, rule_of
 from find_barriers.sites import BY_POSITION_NOTE, TransposeSite
 
 SCHEMA = "find-barriers/4"
@@ -75,7 +75,7 @@ def site_lines(site: TransposeSite, status: str | None) -> list[str]:
         placed = "an explicit mesh's type"
         if site.placed_by == "constraint":
             placed = f"your with_sharding_constraint at {readable(site.placed_at) or '?'}"
-        priced = f"{costing(site)}; " if rule in (WEIGHT_GRADIENT, NO_COST) else ""
+        priced = f"{costing(site)}; " if rule is WEIGHT_GRADIENT else ""
         lines.append(f"{'':16}{priced}Sharding call from {placed}")
     elif site.verdict == "kept":
         lines.append(f"{'':16}{fix(site)}")
@@ -227,7 +227,7 @@ def _escape(value: str, properties: bool = False) -> str:
 
 def message(site: TransposeSite) -> str:
     """A finding in one sentence, with its cost and fix: what annotations and SARIF results say."""
-    priced = f" ({costing(site)})" if rule_of(site) in (WEIGHT_GRADIENT, NO_COST) else ""
+    priced = f" ({costing(site)})" if rule_of(site) is WEIGHT_GRADIENT else ""
     return f"Blocked fold: {site.what}, {site.chain}{priced}. Fix: {fix(site)}"
 
 

@@ -59,32 +59,18 @@ STALE_ENTRY = Rule(
     "fails the check; --strict-baseline makes a stale entry fail it now",
     "guides/check_a_run.html#stale-baseline",
 )
-NO_COST = Rule(
-    "FB005",
-    "blocked-fold-without-cost",
-    "An explicit mesh's Sharding call blocks a weight gradient's fold the estimate prices at "
-    "nothing (a tied table's gradient, or one stacked in a loop)",
-    "nothing, for speed: the estimate finds no relayout copy and no lost reduce-scatter; "
-    "--min-bytes 0 makes such a site fail the check",
-    "guides/check_a_run.html#estimated-cost",
-)
-RULES = {
-    rule.code: rule for rule in (WEIGHT_GRADIENT, CONSTRAINT, OTHER_FOLD, STALE_ENTRY, NO_COST)
-}
+RULES = {rule.code: rule for rule in (WEIGHT_GRADIENT, CONSTRAINT, OTHER_FOLD, STALE_ENTRY)}
 """Every rule, by ID."""
 
 
 def rule_of(site: TransposeSite) -> Rule | None:
     """The rule a site breaks: None unless a ``Sharding`` call blocks a fold XLA would make; a site
-    whose role is unknown is taken as a weight gradient, never as a fold no rewrite pays for; a
-    weight gradient the estimate prices at nothing is :data:`NO_COST`."""
+    whose role is unknown is taken as a weight gradient, never as a fold no rewrite pays for."""
     if not site.blocked:
         return None
     if site.placed_by == "constraint":
         return CONSTRAINT
-    if site.role in ("forward", "activation gradient"):
-        return OTHER_FOLD
-    return NO_COST if site.cost is not None and site.cost.bytes == 0 else WEIGHT_GRADIENT
+    return OTHER_FOLD if site.role in ("forward", "activation gradient") else WEIGHT_GRADIENT
 
 
 def parse_codes(text: str) -> set[str]:
