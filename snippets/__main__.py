@@ -29,6 +29,7 @@ COMMANDS = (
     "barrier_bench",
     "training_step_run",
     "tpu_relayouts",
+    "maxtext_compile",
     "field",
 )
 """The modules of :mod:`snippets.measure` with a ``main``, in the guides' order."""

@@ -25,6 +25,8 @@ from find_barriers.program import read_hlo
 from find_barriers.rules import WEIGHT_GRADIENT, rule_of
 from find_barriers.sites import find_sites
 
+RECORD = Path(__file__).resolve().parents[2] / "docs" / "field.json"
+"""Where ``nox -s field`` records the field, which the MaxText guide renders."""
 TOPOLOGY = "v5p-8"
 """MaxText's name for the slice the doc measured on: four v5p chips."""
 _TPU_ARGUMENTS = [f"compile_topology={TOPOLOGY}", "compile_topology_num_slices=1"]
@@ -64,7 +66,7 @@ def compile_config(
     with tempfile.TemporaryDirectory() as dump:
         flags = f"--xla_dump_to={dump} --xla_dump_hlo_as_text --xla_dump_hlo_module_re=train_step"
         environment = os.environ | {"JAX_PLATFORMS": "cpu", "XLA_FLAGS": flags} | ONE_OF_MANY
-        command = [sys.executable, "-m", "snippets.measure._maxtext_compile"]
+        command = [sys.executable, "-m", "snippets", "maxtext_compile"]
         command += ["--cpu"] * cpu + [str(base), *arguments]
         run = subprocess.run(
             command,
@@ -94,6 +96,11 @@ def _stage_suffix(stage: str, cpu: bool) -> str:
     return "before_optimizations" if stage == "before" else f"{'cpu_' * cpu}after_optimizations"
 
 
+def recorded_field() -> dict[str, Any]:
+    """The field as ``nox -s field`` last recorded it (:data:`RECORD`)."""
+    return json.loads(RECORD.read_text())
+
+
 def kept_dump(folder: Path, name: str) -> str:
     """A dump :func:`compile_config` kept: ``name`` is ``{cpu|tpu}_{mode}_{before|after}``."""
     return gzip.decompress((folder / f"{name}.txt.gz").read_bytes()).decode()
@@ -119,10 +126,10 @@ def find_barriers_facts(before: str) -> dict[str, Any]:
 
 def field_rows(record: dict) -> list[dict[str, Any]]:
     """Each config of a field ``record`` beside the design doc's figures: the copy bytes the doc
-    states (MB, or None), those the TPU compile adds (explicit's entry copies over auto's, read
-    and written), find-barriers' estimate from the CPU dump, the reduce-scatters in each mode
-    (and the doc's, for the four models its item 03 lists), XLA's ``optimal_seconds`` ratio and
-    the doc's measured step-time change."""
+    states (MB, or None) and those the TPU compile adds (explicit's entry copies over auto's),
+    both read and written; find-barriers' estimate from the CPU dump; the reduce-scatters in each
+    mode (and the doc's, for the four models its item 03 lists); XLA's ``optimal_seconds`` ratio
+    and the doc's measured step-time change."""
     doc = {config["name"]: config for config in field_configs()["config"]}
     rows = []
     for found in record["configs"]:
@@ -134,7 +141,7 @@ def field_rows(record: dict) -> list[dict[str, Any]]:
                 "config": found["name"],
                 "section": config["section"],
                 "url": config["url"],
-                "doc_copy_mb": config.get("stated_copy_mb"),
+                "doc_copy_mb": config.get("stated_traffic_mb", config.get("stated_copy_mb")),
                 "compiled_copy_mb": (explicit["copy_traffic"] - auto["copy_traffic"]) / 1e6,
                 "estimate_mb": checked["relayout_copy_bytes"] / 1e6,
                 "reduce_scatters": (auto["reduce_scatters"], explicit["reduce_scatters"]),

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from snippets.hlo.compiled import copy_traffic, entry_copies, reduce_scatters
 from snippets.hlo.field import (
+    RECORD,
     TOPOLOGY,
     compile_config,
     field_configs,
@@ -22,9 +23,6 @@ from snippets.hlo.field import (
     overrides,
 )
 from snippets.support.cli import Parser
-
-FIELD = Path(__file__).resolve().parents[2] / "docs" / "field.json"
-"""Where ``nox -s field`` records the field, for the guide to render."""
 
 
 def compiled_facts(config: dict, keep: Path | None = None) -> dict:
@@ -49,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Compile the configs asked for (all by default) and write the field's JSON."""
     parser = Parser(__doc__, json_help=None)
     parser.add_argument("--configs", nargs="*", metavar="NAME", help="only these configs")
-    parser.add_argument("--out", type=Path, default=FIELD, help=f"where to write ({FIELD.name})")
+    parser.add_argument("--out", type=Path, default=RECORD, help=f"where to write ({RECORD.name})")
     parser.add_argument("--keep", type=Path, help="a folder to keep each config's dumps in")
     parser.add_argument(
         "--resume", action="store_true", help="keep the configs --out already holds, made alike"
