@@ -6,14 +6,17 @@ module JAX hands XLA, by the two mechanisms MaxText's design doc measured on TPU
 - **Relayout copies** ([§4.3][relayout]): the gradient comes out of its dot transposed, and that
   layout carries through the optimizer's update, so the parameter and each optimizer state
   updated with it are copied into it on the way in and back on the way out, each copy reading
-  and writing one device's shard. Not where the gradient is summed with another contribution
-  first (a tied table's lookup: [§4.6][tied]), nor where it is stacked into a loop's state (a
-  scanned layer, or gradient accumulation: the loop's buffer keeps one layout, [§4.7][loop]; inside
-  a loop the doc found the gradient's layout cutting both ways, [§4.8][dense]).
+  and writing one device's shard. None are counted where the gradient is summed with another
+  contribution first (a tied table's lookup, whose head never has an optimizer chain of its own:
+  [§4.6][tied]) or stacked into a loop's state (a scanned layer, gradient accumulation: the loop's
+  buffers keep one layout, [§4.7][loop]). Not estimated: the tied table's convert tax (§4.6) and
+  the penalty the doc measured inside a loop, a median +0.463% of a step at healthy depths
+  ([§4.8][dense]).
 - **A lost reduce-scatter** ([§4.2][scatter]): where the parameter is sharded on the dimension the
   transposed gradient holds minor-most, and one shard of that dimension is under 512 bytes, TPU's
-  compiler cannot turn the gradient's all-reduce into a reduce-scatter: ``(N - 1) / N`` of the
-  gradient more on the wire, for ``N`` shards.
+  compiler may not turn the gradient's all-reduce into a reduce-scatter: ``(N - 1) / N`` of the
+  gradient more on the wire, for ``N`` shards. Necessary, not sufficient: on qwen3's head the doc
+  found an all-reduce in both modes. Counted wherever it applies, summed or stacked too.
 
 [doc]: https://github.com/AI-Hypercomputer/maxtext/blob/37ba11cc7db4ae6b5d58f25a993caa5e9c4e125e/docs/guides/optimization/shard_mode_performance.md
 [relayout]: https://github.com/AI-Hypercomputer/maxtext/blob/37ba11cc7db4ae6b5d58f25a993caa5e9c4e125e/docs/guides/optimization/shard_mode_performance.md#43-consequence-b--six-relayout-copies-per-step-universal
@@ -90,14 +93,12 @@ class Costs:
         parameter ``weight``."""
         lost = self._lost_reduce_scatter(transpose, dot, weight)
         stacked = self._stacked(transpose.name)
+        scatter = ("4.2",) if lost else ()
         if stacked or self._summed(transpose.name):
-            return Cost(
-                lost_reduce_scatter_bytes=lost, basis=("4.7", "4.8") if stacked else ("4.6",)
-            )
-        tensors = self._updated(transpose, weight)
-        copies = 2 * len(tensors)  # in, then out
-        basis = ("4.3", "4.2") if lost else ("4.3",)
-        return Cost(copies, 2 * copies * shard_bytes(weight), lost, basis)
+            why = ("4.7", "4.8") if stacked else ("4.6",)
+            return Cost(lost_reduce_scatter_bytes=lost, basis=why + scatter)
+        copies = 2 * len(self._updated(transpose, weight))  # in, then out
+        return Cost(copies, 2 * copies * shard_bytes(weight), lost, ("4.3", *scatter))
 
     def _updated(self, transpose: Instruction, weight: Instruction) -> list[int]:
         """The step's outputs the gradient reaches that hold the parameter's elements: its update
@@ -187,8 +188,9 @@ def elements_of_name(program: Program, name: str) -> int:
 
 
 def measured_copy_bytes(compiled: str) -> int:
-    """The bytes a compiled module's entry copies read and write per step: what
-    :class:`Cost`'s relayout estimate is of, measured on a TPU ``after_optimizations`` dump."""
+    """The bytes a compiled module's entry copies read and write per step (``copy``, not
+    ``copy-start``), on a TPU ``after_optimizations`` dump. Both modes copy: explicit's bytes
+    less auto's are what :class:`Cost`'s relayout estimate is of."""
     entry = re.search(r"^ENTRY .*?^\}", compiled, re.MULTILINE | re.DOTALL)
     shapes = re.findall(r"= (\w+\[[\d,]*\]\S*) copy\(", entry[0] if entry else "")
     return 2 * sum(shape_bytes(shape) for shape in shapes)
