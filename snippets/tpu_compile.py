@@ -54,7 +54,8 @@ def compile_for_tpu(step: Step, topology: str = TOPOLOGY) -> str:
     def abstract(value):
         if not isinstance(value, jax.Array):
             return value
-        sharding = NamedSharding(tpu_mesh, value.sharding.spec)
+        spec = value.sharding.spec  # type: ignore[attr-defined]  # build_step: NamedShardings
+        sharding = NamedSharding(tpu_mesh, spec)
         return jax.ShapeDtypeStruct(value.shape, value.dtype, sharding=sharding)
 
     with jax.set_mesh(tpu_mesh):

@@ -59,7 +59,9 @@ def compile_config(
     """``config``'s step in ``mode`` compiled in a process of its own, for ``v5p-8`` or, with
     ``cpu``, for XLA:CPU on four simulated devices: ``optimal_seconds`` and the dumped texts
     ``before`` (the module JAX hands XLA) and ``after`` (the compiled one); with ``keep``, the
-    texts are also written there, gzipped, as ``{cpu|tpu}_{mode}_{before|after}.txt.gz``."""
+    texts are also written there, gzipped, as ``{cpu|tpu}_{mode}_{before|after}.txt.gz``. Where
+    XLA:CPU cannot compile the step (an expert-parallel step's ``ragged-all-to-all``), ``before``
+    is still written; ``cpu_compile_error`` gives XLA's last line and ``after`` is None."""
     base = files("maxtext").joinpath("configs", "base.yml")
     arguments = [*overrides(config), f"shard_mode={mode}", *_TPU_ARGUMENTS, *_COMMON_ARGUMENTS]
     arguments += _CPU_ARGUMENTS if cpu else []
@@ -76,17 +78,24 @@ def compile_config(
             timeout=_COMPILE_SECONDS,
             check=False,
         )
-        if run.returncode:
+        dumped = {
+            stage: sorted(Path(dump).glob(f"*train_step*.{_stage_suffix(stage, cpu)}.txt"))
+            for stage in ("before", "after")
+        }
+        if run.returncode and not (cpu and dumped["before"]):
             raise RuntimeError(f"{config['name']} ({mode}) did not compile: {run.stderr[-2000:]}")
-        found = {"optimal_seconds": json.loads(run.stdout.strip().splitlines()[-1])}
-        for stage in ("before", "after"):
-            (path,) = Path(dump).glob(f"*train_step*.{_stage_suffix(stage, cpu)}.txt")
-            found[stage] = path.read_text()
-            if keep is not None:
+        found: dict[str, Any] = {"optimal_seconds": None, "cpu_compile_error": None}
+        if run.returncode:  # XLA:CPU lacks some TPU ops; find-barriers reads what it was handed
+            found["cpu_compile_error"] = run.stderr.strip().splitlines()[-1]
+        else:
+            found["optimal_seconds"] = json.loads(run.stdout.strip().splitlines()[-1])
+            found["optimal_seconds"] = found["optimal_seconds"]["optimal_seconds"]
+        for stage, paths in dumped.items():
+            found[stage] = paths[0].read_text() if paths else None
+            if keep is not None and paths:
                 keep.mkdir(parents=True, exist_ok=True)
                 name = f"{'cpu' if cpu else 'tpu'}_{mode}_{stage}.txt.gz"
                 (keep / name).write_bytes(gzip.compress(found[stage].encode()))
-    found["optimal_seconds"] = found["optimal_seconds"]["optimal_seconds"]
     return found
 
 
@@ -129,7 +138,7 @@ def field_rows(record: dict) -> list[dict[str, Any]]:
     states (MB, or None) and those the TPU compile adds (explicit's entry copies over auto's),
     both read and written; find-barriers' estimate from the CPU dump; the reduce-scatters in each
     mode (and the doc's, for the four models its item 03 lists); XLA's ``optimal_seconds`` ratio
-    and the doc's measured step-time change."""
+    and the doc's measured step-time change; and XLA:CPU's error, where it could not compile."""
     doc = {config["name"]: config for config in field_configs()["config"]}
     rows = []
     for found in record["configs"]:
@@ -151,6 +160,7 @@ def field_rows(record: dict) -> list[dict[str, Any]]:
                 "optimal_ratio": explicit["optimal_seconds"] / auto["optimal_seconds"],
                 "doc_step_delta_pct": config["step_delta_pct"],
                 "exit_status": checked["exit_status"],
+                "cpu_compile_error": found.get("cpu_compile_error"),
             }
         )
     return rows

@@ -40,7 +40,8 @@ def compiled_facts(config: dict, keep: Path | None = None) -> dict:
         for mode, found in modes.items()
     }
     cpu = compile_config(config, "explicit", cpu=True, keep=folder)
-    return facts | {"find_barriers": find_barriers_facts(cpu["before"])}
+    checked = find_barriers_facts(cpu["before"])
+    return facts | {"find_barriers": checked, "cpu_compile_error": cpu["cpu_compile_error"]}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -77,11 +78,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         if done["versions"] == record["versions"] and done["shrink"] == record["shrink"]:
             by_name = {config["name"]: config for config in configs}
             for row in done["configs"]:
-                kept = {key: value for key, value in row.items() if key != "name"}
+                key = tuple(overrides(by_name[row["name"]]))
+                if key in compiled:  # compiled once, kept under the first name
+                    continue
+                kept = {name: value for name, value in row.items() if name != "name"}
                 if args.reread and args.keep:
                     before = kept_dump(args.keep / row["name"], "cpu_explicit_before")
                     kept["find_barriers"] = find_barriers_facts(before)
-                compiled[tuple(overrides(by_name[row["name"]]))] = kept
+                compiled[key] = kept
     for config in chosen:
         key = tuple(overrides(config))
         if key not in compiled:

@@ -101,8 +101,8 @@ def check(
             if status == NEW and left[tag := baseline.tag(baseline.key(module, site))] > 0:
                 left[tag] -= 1
                 status = ACCEPTED
-            priced = rule is WEIGHT_GRADIENT and site.cost is not None
-            if status == NEW and priced and site.cost.bytes < min_bytes:
+            cost = site.cost if rule is WEIGHT_GRADIENT else None
+            if status == NEW and cost is not None and cost.bytes < min_bytes:
                 status = BELOW
             statuses.append(status)
         checked.append(Checked(module, sites, statuses))

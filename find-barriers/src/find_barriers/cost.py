@@ -32,7 +32,7 @@ import dataclasses
 import re
 
 from find_barriers.flow import Flow
-from find_barriers.program import Instruction, Program, attribute_dims, behind, callees
+from find_barriers.program import Instruction, Program, Value, attribute_dims, behind, callees
 from find_barriers.shapes import array_shapes, elements, shape_bytes, shard_bytes, shard_counts
 
 DOC = (
@@ -149,7 +149,9 @@ class Costs:
     def _onward(self, value: str) -> list[str]:
         """``value`` and the values it goes on to with as many elements (or in a tuple): the
         gradient on its way to the update."""
-        size, seen, pending = elements_of_name(self.program, value), {value}, [value]
+        size = elements_of_name(self.program, value)
+        seen: set[Value] = {value}
+        pending: list[Value] = [value]
         while pending:
             for after in self.flow.onward(pending.pop()):
                 if not isinstance(after, (str, tuple)) or after in seen:
