@@ -51,8 +51,18 @@ def test_a_row_sets_the_compiled_added_bytes_beside_the_doc_and_the_estimate():
         "configs": [
             {
                 "name": "llama2-7b",
-                "explicit": {"copy_traffic": 5_000_000, "reduce_scatters": 4, "optimal_seconds": 3},
-                "auto": {"copy_traffic": 1_000_000, "reduce_scatters": 12, "optimal_seconds": 2},
+                "explicit": {
+                    "copy_traffic": 6_000_000,
+                    "relayout_traffic": 5_000_000,
+                    "reduce_scatters": 4,
+                    "optimal_seconds": 3,
+                },
+                "auto": {
+                    "copy_traffic": 1_500_000,
+                    "relayout_traffic": 1_000_000,
+                    "reduce_scatters": 12,
+                    "optimal_seconds": 2,
+                },
                 "find_barriers": {
                     "relayout_copy_bytes": 3_500_000,
                     "lost_reduce_scatter_bytes": 250_000,
@@ -62,7 +72,8 @@ def test_a_row_sets_the_compiled_added_bytes_beside_the_doc_and_the_estimate():
         ]
     }
     (row,) = field_rows(record)
-    assert row["compiled_copy_mb"] == 4.0  # explicit's over auto's
+    assert row["compiled_copy_mb"] == 4.0  # explicit's parameter copies over auto's
+    assert row["other_copy_mb"] == 0.5
     assert (row["estimate_mb"], row["lost_reduce_scatter_mb"]) == (3.5, 0.25)
     assert row["reduce_scatters"] == (12, 4)
     assert row["doc_reduce_scatters"] == (12, 4)  # item 03's "llama2 12 → 4"

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from snippets.hlo.compiled import kernel_copies
-from snippets.hlo.tpu_relayouts import RECORD, STEP, relayouts
+from snippets.hlo.tpu_relayouts import RECORD, STEP, compile_runs
 from snippets.lowering import build_step
 from snippets.tpu_compile import compile_for_tpu, libtpu_version
 
@@ -24,7 +24,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def compiled() -> dict:
-    return relayouts()
+    return compile_runs()
 
 
 def test_explicit_copies_the_head_kernel_shard_in_and_out_three_times_and_auto_never(compiled):

@@ -30,6 +30,17 @@ def test_a_reduce_scatter_is_lost_only_under_512_bytes_a_shard_minor_most(emb, l
     assert head_cost(emb).lost_reduce_scatter_bytes == lost
 
 
+@pytest.mark.parametrize(("vocab", "copies"), [(32000, 0), (32768, 6)])
+def test_no_copies_where_tpu_stores_the_shard_as_the_gradient_comes(vocab, copies):
+    """Sharded on the vocabulary (tensor parallel), a shard of 8,000 columns fills no whole
+    128-element tiles and its 512 rows do: TPU keeps it rows minor-most, as the gradient comes.
+    8,192 columns fill them: stored row-major, copied in and out."""
+    text = HEAD.replace("32000", str(vocab)).replace("devices=[4,1]<=[4]", "devices=[1,4]<=[4]")
+    cost = head_cost(512, text)
+    assert cost.relayout_copies == copies
+    assert cost.basis == (("4.1",) if copies == 0 else ("4.3",))
+
+
 def test_a_gradient_summed_with_another_contribution_first_costs_nothing():
     """A tied table: the head's gradient is added to the lookup's scatter before the update."""
     tied = HEAD.replace(

@@ -25,7 +25,7 @@ VARIANTS = ("EV", "auto-axes")
 """The head as stored, and fix 1: its weight gradient in kernel order under ``auto_axes``."""
 
 
-def relayouts(base: StepConfig = STEP) -> dict:
+def compile_runs(base: StepConfig = STEP) -> dict:
     """Each variant in each shard mode, compiled for :data:`~snippets.tpu_compile.TOPOLOGY`."""
     return {
         f"{variant} {mode}": compiled_facts(
@@ -52,4 +52,4 @@ def compiled_here_or_recorded() -> tuple[dict, bool]:
     installed) rather than read from :data:`RECORD`."""
     if libtpu_version() is None:
         return json.loads(RECORD.read_text()), False
-    return record(relayouts()), True
+    return record(compile_runs()), True

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
 
-from snippets.hlo.compiled import copy_traffic, entry_copies, reduce_scatters
+from snippets.hlo.compiled import copy_traffic, entry_copies, reduce_scatters, relayout_traffic
 from snippets.hlo.field import (
     RECORD,
     TOPOLOGY,
@@ -25,23 +25,29 @@ from snippets.hlo.field import (
 from snippets.support.cli import Parser
 
 
-def compiled_facts(config: dict, keep: Path | None = None) -> dict:
+def config_facts(config: dict, keep: Path | None = None) -> dict:
     """One config compiled for ``v5p-8`` in each mode, and find-barriers on its CPU dump; with
     ``keep``, the dumps written there (``keep/NAME``)."""
     folder = keep / config["name"] if keep else None
     modes = {mode: compile_config(config, mode, keep=folder) for mode in ("explicit", "auto")}
     facts = {
-        mode: {
-            "copies": len(entry_copies(found["after"])),
-            "copy_traffic": copy_traffic(found["after"]),
-            "reduce_scatters": reduce_scatters(found["after"]),
-            "optimal_seconds": found["optimal_seconds"],
-        }
-        for mode, found in modes.items()
+        mode: mode_facts(found["after"], found["optimal_seconds"]) for mode, found in modes.items()
     }
     cpu = compile_config(config, "explicit", cpu=True, keep=folder)
     checked = find_barriers_facts(cpu["before"])
     return facts | {"find_barriers": checked, "cpu_compile_error": cpu["cpu_compile_error"]}
+
+
+def mode_facts(compiled: str, optimal_seconds: float | None) -> dict:
+    """What one mode's compiled step spends: its entry copies, all and those of parameters (their
+    bytes read and written), its reduce-scatters and XLA's ``optimal_seconds``."""
+    return {
+        "copies": len(entry_copies(compiled)),
+        "copy_traffic": copy_traffic(compiled),
+        "relayout_traffic": relayout_traffic(compiled),
+        "reduce_scatters": reduce_scatters(compiled),
+        "optimal_seconds": optimal_seconds,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -56,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--reread",
         action="store_true",
-        help="with --resume and --keep, read find-barriers' facts anew from the kept CPU dumps",
+        help="with --resume and --keep, read each config's facts anew from its kept dumps",
     )
     args = parser.parse_args(argv)
     configs = field_configs()["config"]
@@ -83,13 +89,18 @@ def main(argv: Sequence[str] | None = None) -> None:
                     continue
                 kept = {name: value for name, value in row.items() if name != "name"}
                 if args.reread and args.keep:
-                    before = kept_dump(args.keep / row["name"], "cpu_explicit_before")
-                    kept["find_barriers"] = find_barriers_facts(before)
+                    folder = args.keep / row["name"]
+                    for mode in ("explicit", "auto"):
+                        after = kept_dump(folder, f"tpu_{mode}_after")
+                        kept[mode] = mode_facts(after, kept[mode]["optimal_seconds"])
+                    kept["find_barriers"] = find_barriers_facts(
+                        kept_dump(folder, "cpu_explicit_before")
+                    )
                 compiled[key] = kept
     for config in chosen:
         key = tuple(overrides(config))
         if key not in compiled:
-            compiled[key] = compiled_facts(config, args.keep)
+            compiled[key] = config_facts(config, args.keep)
         record["configs"].append({"name": config["name"], **compiled[key]})
         args.out.write_text(json.dumps(record, indent=1) + "\n")  # each config kept as it comes
         print(f"{config['name']}: {json.dumps(compiled[key])}", flush=True)

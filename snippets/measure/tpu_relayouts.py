@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 
 from snippets.devices import setup_devices
-from snippets.hlo.tpu_relayouts import RECORD, STEP, record, relayouts
+from snippets.hlo.tpu_relayouts import RECORD, STEP, compile_runs, record
 from snippets.support.cli import Parser, reported
 
 
@@ -21,7 +21,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with reported(args.debug):
         setup_devices(STEP.devices)
-        found = record(relayouts())
+        found = record(compile_runs())
     print(json.dumps(found, indent=1))
     if args.record:
         RECORD.write_text(json.dumps(found, indent=1) + "\n")

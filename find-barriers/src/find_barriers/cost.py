@@ -9,7 +9,10 @@ module JAX hands XLA, by the two mechanisms MaxText's design doc measured on TPU
   and writing one device's shard. None are counted where the gradient is summed with another
   contribution first (a tied table's lookup, whose head never has an optimizer chain of its own:
   [§4.6][tied]) or stacked into a loop's state (a scanned layer, gradient accumulation: the loop's
-  buffers keep one layout, [§4.7][loop]). Not estimated: the tied table's convert tax (§4.6) and
+  buffers keep one layout, [§4.7][loop]), nor where TPU stores the shard as the gradient comes:
+  its last dimension does not fill whole 128-element tiles and the one the gradient holds
+  minor-most does, so TPU's layout assignment keeps that one minor-most ([§4.1][root]: under
+  tp4 it "chose ``{0,1}`` entry and paid nothing"). Not estimated: the tied table's convert tax (§4.6) and
   the penalty the doc measured inside a loop, a median +0.463% of a step at healthy depths
   ([§4.8][dense]).
 - **A lost reduce-scatter** ([§4.2][scatter]): where the parameter is sharded on the dimension the
@@ -19,6 +22,7 @@ module JAX hands XLA, by the two mechanisms MaxText's design doc measured on TPU
   found an all-reduce in both modes. Counted wherever it applies, summed or stacked too.
 
 [doc]: https://github.com/AI-Hypercomputer/maxtext/blob/37ba11cc7db4ae6b5d58f25a993caa5e9c4e125e/docs/guides/optimization/shard_mode_performance.md
+[root]: https://github.com/AI-Hypercomputer/maxtext/blob/37ba11cc7db4ae6b5d58f25a993caa5e9c4e125e/docs/guides/optimization/shard_mode_performance.md#41-root-cause-the-sharding-custom-call-is-an-optimization-barrier
 [relayout]: https://github.com/AI-Hypercomputer/maxtext/blob/37ba11cc7db4ae6b5d58f25a993caa5e9c4e125e/docs/guides/optimization/shard_mode_performance.md#43-consequence-b--six-relayout-copies-per-step-universal
 [tied]: https://github.com/AI-Hypercomputer/maxtext/blob/37ba11cc7db4ae6b5d58f25a993caa5e9c4e125e/docs/guides/optimization/shard_mode_performance.md#46-the-natural-control-tied-embeddings
 [loop]: https://github.com/AI-Hypercomputer/maxtext/blob/37ba11cc7db4ae6b5d58f25a993caa5e9c4e125e/docs/guides/optimization/shard_mode_performance.md#47-gemma3s-449-is-an-artifact-of-the-shrink-and-it-reverses-at-real-depth
@@ -33,13 +37,21 @@ import re
 
 from find_barriers.flow import Flow
 from find_barriers.program import Instruction, Program, Value, attribute_dims, behind, callees
-from find_barriers.shapes import array_shapes, elements, shape_bytes, shard_bytes, shard_counts
+from find_barriers.shapes import (
+    array_shapes,
+    elements,
+    shape_bytes,
+    shard_bytes,
+    shard_counts,
+    shard_dims,
+)
 
 DOC = (
     "https://github.com/AI-Hypercomputer/maxtext/blob/37ba11cc7db4ae6b5d58f25a993caa5e9c4e125e/"
     "docs/guides/optimization/shard_mode_performance.md"
 )
 SECTIONS = {
+    "4.1": "#41-root-cause-the-sharding-custom-call-is-an-optimization-barrier",
     "4.2": "#42-consequence-a--the-lost-reduce-scatter",
     "4.3": "#43-consequence-b--six-relayout-copies-per-step-universal",
     "4.6": "#46-the-natural-control-tied-embeddings",
@@ -47,6 +59,8 @@ SECTIONS = {
     "4.8": "#48-consequence-c--the-dense-layer-weight-gradients-layout-is-un-pinned-and-that-cuts-both-ways",
 }
 """The design doc's sections each estimate follows, by number."""
+TILE = 128
+"""Elements: the minor-most extent of TPU's array tiles (``T(8,128)``)."""
 REDUCE_SCATTER_GATE = 512
 """Bytes: a shard's minor-most extent under which TPU's compiler keeps an all-reduce (§4.2)."""
 _CONTRIBUTIONS = frozenset({"dot", "scatter", "transpose", "convolution"})
@@ -97,6 +111,8 @@ class Costs:
         if stacked or self._summed(transpose.name):
             why = ("4.7", "4.8") if stacked else ("4.6",)
             return Cost(lost_reduce_scatter_bytes=lost, basis=why + scatter)
+        if _stored_as_the_gradient(transpose, weight):
+            return Cost(lost_reduce_scatter_bytes=lost, basis=("4.1", *scatter))
         copies = 2 * len(self._updated(transpose, weight))  # in, then out
         return Cost(copies, 2 * copies * shard_bytes(weight), lost, ("4.3", *scatter))
 
@@ -167,20 +183,34 @@ class Costs:
         """The wire bytes a lost reduce-scatter adds (§4.2): where the weight is sharded on the
         kernel dimension the dot writes minor-most, in shards under :data:`REDUCE_SCATTER_GATE`
         bytes."""
-        order = attribute_dims(transpose.attributes, "dimensions")
         arrays = array_shapes(dot.shape)
-        if not order or len(arrays) != 1:
+        kernel = array_shapes(weight.shape)[0][1]
+        minor = _written_minor_most(transpose, len(kernel))
+        if minor is None or len(arrays) != 1:
             return 0
         dtype = arrays[0][0]
-        minor = order.index(len(order) - 1)  # the kernel dimension the dot writes last
-        kernel = array_shapes(weight.shape)[0][1]
-        if len(kernel) != len(order):
-            return 0
         shards = shard_counts(weight.attributes, len(kernel))[minor]
         extent = shape_bytes(f"{dtype}[{-(-kernel[minor] // shards)}]")
         if shards < 2 or extent >= REDUCE_SCATTER_GATE:
             return 0
         return (shards - 1) * shape_bytes(dot.shape) // shards
+
+
+def _stored_as_the_gradient(transpose: Instruction, weight: Instruction) -> bool:
+    """Whether TPU's layout assignment stores the parameter's shard as the gradient comes: the
+    stored minor-most dimension (the last) does not fill whole tiles of :data:`TILE` elements and
+    the one the dot writes minor-most does, so the shard is kept with that one minor-most and
+    needs no copy (§4.1, tp4: "it chose ``{0,1}`` entry and paid nothing")."""
+    shard = shard_dims(weight)
+    minor = _written_minor_most(transpose, len(shard))
+    return minor is not None and shard[-1] % TILE != 0 and shard[minor] % TILE == 0
+
+
+def _written_minor_most(transpose: Instruction, rank: int) -> int | None:
+    """The kernel dimension the gradient's dot writes minor-most, where ``transpose`` (of that
+    dot, to the kernel's ``rank`` dimensions) says."""
+    order = attribute_dims(transpose.attributes, "dimensions")
+    return order.index(len(order) - 1) if order and len(order) == rank else None
 
 
 def elements_of_name(program: Program, name: str) -> int:

@@ -106,11 +106,15 @@ def shard_counts(attributes: str, rank: int) -> tuple[int, ...]:
     return (1,) * rank
 
 
-def shard_bytes(inst: Instruction) -> int:
-    """Bytes of one device's shard of ``inst``'s array, as its ``sharding=`` splits it (the whole
-    array where it has none)."""
-    ((dtype, dims),) = array_shapes(inst.shape)[:1] or (("f32", ()),)
+def shard_dims(inst: Instruction) -> tuple[int, ...]:
+    """The dimensions of one device's shard of ``inst``'s array, as its ``sharding=`` splits it
+    (the whole array where it has none)."""
+    ((_, dims),) = array_shapes(inst.shape)[:1] or (("f32", ()),)
     counts = shard_counts(inst.attributes, len(dims))
-    return DTYPE_BYTES.get(dtype, 4) * math.prod(
-        -(-d // c) for d, c in zip(dims, counts, strict=True)
-    )
+    return tuple(-(-d // c) for d, c in zip(dims, counts, strict=True))
+
+
+def shard_bytes(inst: Instruction) -> int:
+    """Bytes of one device's shard of ``inst``'s array (:func:`shard_dims`)."""
+    ((dtype, _),) = array_shapes(inst.shape)[:1] or (("f32", ()),)
+    return DTYPE_BYTES.get(dtype, 4) * math.prod(shard_dims(inst))
