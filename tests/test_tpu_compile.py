@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from find_barriers import find_sites, read_hlo
 from snippets.hlo.compiled import kernel_copies
 from snippets.hlo.tpu_relayouts import RECORD, STEP, compile_runs
 from snippets.lowering import build_step
@@ -47,3 +48,14 @@ def test_the_recorded_compile_is_what_this_libtpu_makes(compiled):
 def test_a_step_without_a_blocked_fold_compiles_without_the_copies():
     step = build_step(STEP.replace(mode="auto", optimizer="none"))
     assert kernel_copies(compile_for_tpu(step), STEP.kernel_dims) == []
+
+
+@pytest.mark.parametrize("vocab", [32000, 32064])
+def test_find_barriers_estimates_the_copies_the_compiler_makes(vocab):
+    """A shard of 8,016 columns fills no whole 128-element tiles: TPU stores it transposed, as the
+    gradient comes, and copies nothing; find-barriers' estimate, read from the CPU module, agrees."""
+    step = build_step(STEP.replace(vocab=vocab))
+    compiled = kernel_copies(compile_for_tpu(step), (STEP.emb, vocab))
+    module = read_hlo(step.lower().as_text(dialect="hlo", debug_info=True))
+    (head,) = [site for site in find_sites(module) if site.blocked]
+    assert head.cost.relayout_copies == len(compiled) == (6 if vocab == 32000 else 0)
