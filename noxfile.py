@@ -34,7 +34,9 @@ EXECUTIONS = Path("_build/.jupyter_cache")
 TEST_EXECUTIONS = Path("_build/test-site/.jupyter_cache")
 
 
-def install(session: nox.Session, *groups: str, project: bool = True) -> None:
+def install(
+    session: nox.Session, *groups: str, project: bool = True, extras: tuple[str, ...] = ()
+) -> None:
     """Install exactly what ``uv.lock`` pins: the named groups, and this project with its
     ``guides`` extra (the guides' stack) unless told not.
 
@@ -48,7 +50,7 @@ def install(session: nox.Session, *groups: str, project: bool = True) -> None:
     """
     session.run_install(
         *("uv", "sync", "--locked", "--no-default-groups"),
-        *(["--extra=guides"] if project else []),
+        *([f"--extra={extra}" for extra in ("guides", *extras)] if project else []),
         *(f"--{'group' if project else 'only-group'}={group}" for group in groups),
         "--compile-bytecode",  # where PYTHONDONTWRITEBYTECODE is set, imports would recompile
         f"--python={session.virtualenv.location}",
@@ -108,6 +110,26 @@ def tests(session: nox.Session) -> None:
     a test file to a process (pytest-xdist), the site building beside them."""
     install(session, "test")
     session.run("pytest", *(session.posargs or ["-n", "auto", "--dist=loadfile"]))
+
+
+@nox.session(python=PYTHON, default=True)
+def tpu(session: nox.Session) -> None:
+    """The tests that compile for a TPU topology on this machine, with libtpu (the ``tpu``
+    extra), in an environment of their own: libtpu loaded beside the guides' JAX would look for
+    TPU chips at every start. JAX runs on its CPU backend here."""
+    install(session, "test", extras=("tpu",))
+    session.env.update(JAX_PLATFORMS="cpu", ALLOW_MULTIPLE_LIBTPU_LOAD="1")
+    session.run("pytest", "tests/test_tpu_compile.py", *session.posargs)
+
+
+@nox.session(python=PYTHON, default=False)
+def field(session: nox.Session) -> None:
+    """The design doc's 25 configs compiled for a TPU v5p slice, in each shard mode, and
+    find-barriers on each one's CPU dump: ``docs/field.json`` (minutes a config; not a default
+    session). Options go to ``python -m snippets field`` (``--configs NAME ...``, ``--resume``)."""
+    install(session, "test", extras=("tpu",))
+    session.env.update(JAX_PLATFORMS="cpu")
+    session.run("python", "-m", "snippets", "field", "--keep", "_build/field", *session.posargs)
 
 
 @nox.session(python=PYTHON, default=False)

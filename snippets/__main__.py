@@ -28,6 +28,9 @@ COMMANDS = (
     "version_check",
     "barrier_bench",
     "training_step_run",
+    "tpu_relayouts",
+    "maxtext_compile",
+    "field",
 )
 """The modules of :mod:`snippets.measure` with a ``main``, in the guides' order."""
 

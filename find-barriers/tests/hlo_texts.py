@@ -209,3 +209,26 @@ update of the donated parameter ``w`` (output 0), ``t2`` into a reduction only, 
 custom call nobody knows, ``t4`` a forward recomputed under remat, ``t5`` through a computation
 called twice (the other call, on ``w``, is output 2) and the false branch of a conditional (the
 true one drops what it is given) to output 1, ``t7`` only as what a scatter writes into a table (a lookup's gradient, output 3)."""
+
+HEAD = """
+HloModule jit_train_step, input_output_alias={ {0}: (0, {}, may-alias), {1}: (1, {}, may-alias), {2}: (2, {}, may-alias) }
+
+ENTRY main {
+  w = bf16[EMB,32000]{1,0} parameter(0), sharding={devices=[4,1]<=[4]}, metadata={op_name="params['head']"}
+  mu = bf16[EMB,32000]{1,0} parameter(1), sharding={devices=[4,1]<=[4]}
+  nu = bf16[EMB,32000]{1,0} parameter(2), sharding={devices=[4,1]<=[4]}
+  x = bf16[64,EMB]{1,0} parameter(3), sharding={devices=[4,1]<=[4]}
+  g = bf16[64,32000]{1,0} parameter(4), sharding={devices=[4,1]<=[4]}
+  d = bf16[32000,EMB]{1,0} dot(g, x), lhs_contracting_dims={0}, rhs_contracting_dims={0}, metadata={op_name="jit(train_step)/transpose(jvp())/dot_general"}
+  s = bf16[32000,EMB]{1,0} custom-call(d), custom_call_target="Sharding", sharding={devices=[1,4]<=[4]}
+  t = bf16[EMB,32000]{0,1} transpose(s), dimensions={1,0}
+  m = bf16[EMB,32000]{1,0} add(mu, t)
+  tt = bf16[EMB,32000]{1,0} multiply(t, t)
+  n = bf16[EMB,32000]{1,0} add(nu, tt)
+  q = bf16[EMB,32000]{1,0} divide(m, n)
+  u = bf16[EMB,32000]{1,0} subtract(w, q)
+  ROOT out = (bf16[EMB,32000]{1,0}, bf16[EMB,32000]{1,0}, bf16[EMB,32000]{1,0}) tuple(u, m, n)
+}
+"""
+"""An LM head's weight gradient, blocked, updated with two moments as Adam does, the kernel
+sharded four ways on its embedding dimension (``EMB``, written in before reading)."""

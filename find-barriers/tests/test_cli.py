@@ -81,22 +81,27 @@ def test_ignored_rules_are_not_findings(data, run):
     assert run(data / "scanned.hlo.txt", "--ignore", "FB002", "--ignore", "FB003")[0] == 1
 
 
-def test_sites_are_listed_by_bytes_at_stake_with_a_total(data, run):
-    _, out, _ = run(data / "scanned.hlo.txt")
-    stakes = [
-        line.split(", ")[1].split(" per step")[0]
-        for line in out.splitlines()
-        if " at stake, " in line
-    ]
-    assert stakes == [
-        "36.0 KiB",
-        "36.0 KiB",
-        "16.0 KiB",
-    ]  # 6 trips of 6 KiB, then the head's 2 of 8
-    assert out.splitlines()[0].endswith(": 3 new blocked sites")
+def test_sites_are_listed_by_estimated_cost_with_a_total(data, run):
+    """nnx's tied table costs nothing (§4.6); each MLP kernel, adam's in and out, 6 copies."""
+    _, out, _ = run(data / "nnx_tied_tree.hlo.txt", "--verbose")
+    costs = [line.strip().split(";")[0] for line in out.splitlines() if line.startswith(" " * 16)]
+    assert costs == [
+        "estimated 64.5 kB a step: 6 relayout copies (§4.3)",
+        "estimated 64.5 kB a step: 6 relayout copies (§4.3)",
+        "no cost by the estimate: its gradient is summed with another gradient first (§4.6)",
+    ]  # the costliest first
     assert out.splitlines()[-1].endswith(
-        "3 blocked (3 new), 0 foldable, 0 kept; 88.0 KiB at stake per step"
+        "3 blocked (3 new), 0 foldable, 0 kept; estimated cost 129.0 kB a step"
     )
+
+
+def test_min_bytes_decides_which_costs_fail(data, run):
+    assert run(data / "scanned.hlo.txt")[0] == 1  # by default every blocked fold fails
+    assert run(data / "scanned.hlo.txt", "--min-bytes", "1")[0] == 0  # in a loop: no cost
+    assert run(data / "three_layers.hlo.txt", "--min-bytes", "16384")[0] == 1  # 16,384 each
+    assert run(data / "three_layers.hlo.txt", "--min-bytes", "16385")[0] == 0
+    _, out, _ = run(data / "scanned.hlo.txt", "--min-bytes", "1")
+    assert "3 blocked (3 below)" in out.splitlines()[-1]
 
 
 def test_a_constraint_names_its_own_line(data, run):
@@ -182,6 +187,10 @@ BAD = {
     "an unknown rule": (
         lambda d, t: [d / "constrained.hlo.txt", "--ignore", "FB009"],
         "FB009: no such rule",
+    ),
+    "--min-bytes not a number": (
+        lambda d, t: [d / "constrained.hlo.txt", "--min-bytes", "1MB"],
+        "argument --min-bytes: '1MB' is not a whole number of bytes",
     ),
     "an unknown format": (
         lambda d, t: [d / "constrained.hlo.txt", "--format", "xml"],

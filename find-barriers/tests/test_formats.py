@@ -10,6 +10,7 @@ import pytest
 
 import find_barriers
 from conftest import MODEL, THREE_LAYER_LINES
+from find_barriers.cost import DOC, SECTIONS
 from find_barriers.rules import RULES
 
 SCHEMA = json.loads(
@@ -34,12 +35,18 @@ def test_json_validates_against_its_schema_and_counts_what_the_text_does(data, r
     statuses = [[site["status"] for site in module["sites"]] for module in document["modules"]]
     assert statuses == [["new"] * 3, ["accepted"] * 3, ["ignored"] * 2]
     assert document["total"] == {
-        "blocked": 8, "foldable": 0, "kept": 0, "new_blocked": 3, "stale": 0,
-        "bytes_at_stake": 88 * 1024 + 3 * 4096,  # ignored sites are not at stake
+        "blocked": 8, "foldable": 0, "kept": 0, "new_blocked": 3, "below": 0, "stale": 0,
+        "estimated_cost": 3 * 2 * 2 * 4096,  # 3 layers x (in, out) x (read, write) x a kernel
     }  # fmt: skip
     assert (document["baseline"], document["stale"]) == (str(baseline), [])
     up = next(s for s in document["modules"][0]["sites"] if "['up']" in s["parameter"])
     assert (up["rule"], up["help_url"], up["trips"]) == ("FB001", RULES["FB001"].url, 6)
+    assert up["cost"] == {
+        "relayout_copies": 0,
+        "relayout_copy_bytes": 0,
+        "lost_reduce_scatter_bytes": 0,
+        "basis": [DOC + SECTIONS["4.7"], DOC + SECTIONS["4.8"]],
+    }  # fmt: skip  (stacked in the scan: no cost by the estimate)
     assert (up["user_stack"][0]["file"], up["user_stack"][0]["function"]) == (
         MODEL,
         "Block.__call__",

@@ -104,7 +104,7 @@ def test_a_baseline_written_from_one_driver_holds_under_another(data, run, tmp_p
     summary = "3 transpose-of-dot sites: 3 blocked (3 accepted), 0 foldable, 0 kept"
     assert run(data / "nnx_tied_moved.hlo.txt", "--baseline", baseline) == (
         0,
-        f"1 module: {summary}; 17.2 KiB at stake per step\n",
+        f"1 module: {summary}; estimated cost 129.0 kB a step\n",
         "",
     )
 
@@ -156,3 +156,21 @@ def test_stale_entries_are_of_the_modules_and_rules_checked(data, run, tmp_path)
 
     assert stale() == ["FB001"] * 7 + ["FB003"]
     assert stale("--ignore", "FB003") == ["FB001"] * 7
+
+
+@pytest.mark.parametrize(
+    ("name", "bases"),
+    [
+        ("linen_remat", {"params['embed']['table']": ("4.6",), "layers": ("4.7", "4.8")}),
+        ("nnx_tied_tree", {"model.embed.embedding.value": ("4.6",), "mlp": ("4.3",)}),
+        ("jax_checkpoint", {"layers": ("4.7", "4.8"), "params['head']": ("4.7", "4.8")}),
+    ],
+)
+def test_each_weight_gradient_is_priced_by_where_it_goes(data, name, bases):
+    """A tied table's gradient is summed with its lookup's first (no cost, §4.6); a scanned
+    layer's, or one accumulated over micro-batches, is stacked in a loop (no cost, §4.7); an
+    unrolled layer's is copied in and out of the transposed layout with adam's moments (§4.3)."""
+    for site in sites_of(data, f"{name}.hlo.txt"):
+        if site.blocked and site.role == "weight gradient":
+            (basis,) = {b for key, b in bases.items() if key in site.parameter}
+            assert (site.cost.basis, bool(site.cost.bytes)) == (basis, basis == ("4.3",))

@@ -10,11 +10,12 @@ from collections.abc import Iterator, Sequence
 
 from find_barriers import baseline
 from find_barriers.dumps import Module, read_modules
-from find_barriers.rules import rule_of
+from find_barriers.rules import WEIGHT_GRADIENT, rule_of
 from find_barriers.sites import TransposeSite, find_sites
 
-NEW, ACCEPTED, IGNORED = "new", "accepted", "ignored"
-"""A blocked site's status: a finding, in the baseline, or of a rule ``--ignore`` names."""
+NEW, ACCEPTED, IGNORED, BELOW = "new", "accepted", "ignored", "below"
+"""A blocked site's status: a finding, in the baseline, of a rule ``--ignore`` names, or a weight
+gradient whose estimated cost is below ``--min-bytes`` (reported, not failing)."""
 VERDICTS = ("blocked", "foldable", "kept")
 
 
@@ -46,11 +47,13 @@ class Checked:
         return [site for site, status in self if status == NEW]
 
     @property
-    def bytes_at_stake(self) -> int:
-        """The bytes of every blocked site not ignored, per step (a site of unknown trip count
-        counted once): a ranking of modules, not a cost."""
+    def estimated_cost(self) -> int:
+        """The estimated cost of every blocked site not ignored, in bytes a step and device
+        (:mod:`~find_barriers.cost`; a site of unknown cost counts nothing)."""
         return sum(
-            site.bytes * (site.trips or 1) for site, status in self if status in (NEW, ACCEPTED)
+            site.cost.bytes
+            for site, status in self
+            if site.cost is not None and status in (NEW, ACCEPTED, BELOW)
         )
 
 
@@ -81,10 +84,12 @@ def check(
     baseline_file: str | None = None,
     ignored: frozenset[str] = frozenset(),
     path_map: Sequence[tuple[str, str]] = (),
+    min_bytes: int = 0,
 ) -> Result:
     """Every module ``paths`` name (``pattern`` narrowing them), its sites, each blocked site's
-    status: ignored (its rule is), accepted (the baseline file covers it) or new; and what of
-    the baseline is stale."""
+    status: ignored (its rule is), accepted (the baseline file covers it), below (a weight
+    gradient estimated to cost under ``min_bytes`` a step) or new; and what of the baseline is
+    stale."""
     left = baseline.load(baseline_file) if baseline_file else Counter()
     checked = []
     for module in read_modules(paths, pattern, path_map):
@@ -96,6 +101,9 @@ def check(
             if status == NEW and left[tag := baseline.tag(baseline.key(module, site))] > 0:
                 left[tag] -= 1
                 status = ACCEPTED
+            cost = site.cost if rule is WEIGHT_GRADIENT else None
+            if status == NEW and cost is not None and cost.bytes < min_bytes:
+                status = BELOW
             statuses.append(status)
         checked.append(Checked(module, sites, statuses))
     read = {item.module.name for item in checked}

@@ -167,10 +167,10 @@ class Parameters:
         sliced = self.program.by_name.get(result.operands[0])
         return sliced is not None and sliced.name == self.program.parameter(callee, 0)
 
-    def of(self, dot: Instruction, sizes: tuple[int, ...]) -> str | None:
-        """The parameter whose gradient ``dot`` makes (of sizes ``sizes``), else None: a forward
-        dot reads one of ``dot``'s operands and, as its other, a value of those sizes (in any
-        order: a kernel stored transposed has the same) that comes from an entry parameter."""
+    def of(self, dot: Instruction, sizes: tuple[int, ...]) -> Instruction | None:
+        """The entry parameter whose gradient ``dot`` makes (of sizes ``sizes``), else None: a
+        forward dot reads one of ``dot``'s operands and, as its other, a value of those sizes (in
+        any order: a kernel stored transposed has the same) that comes from an entry parameter."""
         program = self.program
         for operand in dot.operands[:2]:
             activation, _ = self.origin(operand)
@@ -180,7 +180,7 @@ class Parameters:
                     continue
                 weight, _ = self.origin(read.name, weight=True)
                 if weight is not None and self._is_entry_parameter(weight):
-                    return program.op_name(weight) or weight.name
+                    return weight
         return None
 
     def _is_entry_parameter(self, inst: Instruction) -> bool:

@@ -9,28 +9,42 @@ from collections.abc import Sequence
 
 from find_barriers import __version__
 from find_barriers.baseline import describe
-from find_barriers.check import ACCEPTED, IGNORED, NEW, VERDICTS, Result
+from find_barriers.check import ACCEPTED, BELOW, IGNORED, NEW, VERDICTS, Result
 from find_barriers.frames import readable
-from find_barriers.rules import RULES, STALE_ENTRY, Rule, rule_of
+from find_barriers.rules import RULES, STALE_ENTRY, WEIGHT_GRADIENT, Rule, rule_of
 from find_barriers.sites import BY_POSITION_NOTE, TransposeSite
 
-SCHEMA = "find-barriers/3"
+SCHEMA = "find-barriers/4"
 """The JSON output's ``schema``: its name and version, raised when a field changes meaning."""
 
 
 def size(nbytes: float) -> str:
-    """Bytes for a reader.
+    """Bytes for a reader, in decimal units as the design doc writes them.
 
-    >>> size(512), size(6144), size(3 * 2**30)
-    ('512 B', '6.0 KiB', '3.0 GiB')
+    >>> size(512), size(6144), size(196_608_000), size(1_572_864_000)
+    ('512 B', '6.1 kB', '196.6 MB', '1.57 GB')
     """
-    if nbytes < 1024:
+    if nbytes < 1000:
         return f"{nbytes:.0f} B"
-    for unit in ("KiB", "MiB"):
-        nbytes /= 1024
-        if nbytes < 1024:
-            return f"{nbytes:.1f} {unit}"
-    return f"{nbytes / 1024:.1f} GiB"
+    if nbytes < 1e6:
+        return f"{nbytes / 1e3:.1f} kB"
+    return f"{nbytes / 1e6:.1f} MB" if nbytes < 1e9 else f"{nbytes / 1e9:.2f} GB"
+
+
+def costing(site: TransposeSite) -> str:
+    """A blocked site's estimated cost in words, with the design doc's sections it follows:
+    ``196.6 MB a step: 6 relayout copies (§4.3)``; unknown where its parameter is."""
+    cost = site.cost
+    if cost is None:
+        return "cost unknown (no parameter to price)"
+    if not cost.bytes:
+        why = "summed with another gradient first" if "4.6" in cost.basis else "stacked in a loop"
+        return f"no cost by the estimate: its gradient is {why} (§{cost.basis[0]})"
+    parts = [f"{cost.relayout_copies} relayout copies (§4.3)"] * bool(cost.relayout_copies)
+    parts += [f"{size(cost.lost_reduce_scatter_bytes)} lost to an all-reduce (§4.2)"] * bool(
+        cost.lost_reduce_scatter_bytes
+    )
+    return f"estimated {size(cost.bytes)} a step: {', '.join(parts)}"
 
 
 def fix(site: TransposeSite) -> str | None:
@@ -43,26 +57,26 @@ def fix(site: TransposeSite) -> str | None:
 
 
 def _listing_order(pair: tuple[TransposeSite, str | None]) -> tuple:
-    """The text lists blocked sites first, most bytes at stake per step first (unknown trip counts
-    last), then the rest in their order."""
+    """The text lists blocked sites first, those of unknown cost, then the costliest; then the
+    rest in their order."""
     site = pair[0]
-    return (not site.blocked, site.bytes_per_step is None, -(site.bytes_per_step or 0))
+    cost = site.cost.bytes if site.cost is not None else None
+    return (not site.blocked, cost is not None, -(cost or 0))
 
 
 def site_lines(site: TransposeSite, status: str | None) -> list[str]:
-    """A site's lines: its one line (labelled by its status if accepted or ignored); then, if
-    blocked, the bytes at stake and what put the call there (:func:`fixes` says what to do,
-    once a rule); if kept, why."""
+    """A site's lines: its one line (labelled by its status if accepted, ignored or below the
+    cost threshold); then, if blocked, what put the call there and, for a weight gradient, its
+    estimated cost (:func:`fixes` says what to do, once a rule); if kept, why."""
     rule = rule_of(site)
-    label = status if status in (ACCEPTED, IGNORED) else site.verdict
+    label = status if status in (ACCEPTED, IGNORED, BELOW) else site.verdict
     lines = [f"  {rule.code if rule else '':5} {site.one_line(label)}"]
     if rule is not None:
-        per_step = "" if site.trips == 1 else f", {size(site.bytes_per_step or 0)} per step"
-        unknown = ", per step unknown" if site.trips is None else per_step
         placed = "an explicit mesh's type"
         if site.placed_by == "constraint":
             placed = f"your with_sharding_constraint at {readable(site.placed_at) or '?'}"
-        lines.append(f"{'':16}{size(site.bytes)} at stake{unknown}; Sharding call from {placed}")
+        priced = f"{costing(site)}; " if rule is WEIGHT_GRADIENT else ""
+        lines.append(f"{'':16}{priced}Sharding call from {placed}")
     elif site.verdict == "kept":
         lines.append(f"{'':16}{fix(site)}")
     return lines
@@ -74,24 +88,23 @@ def summary(sites: Sequence[TransposeSite], statuses: Sequence[str | None] = ())
     plural = "" if len(sites) == 1 else "s"
     counts = [f"{sum(s.verdict == v for s in sites)} {v}" for v in VERDICTS]
     if of_blocked := [
-        f"{statuses.count(k)} {k}" for k in (NEW, ACCEPTED, IGNORED) if k in statuses
+        f"{statuses.count(k)} {k}" for k in (NEW, ACCEPTED, IGNORED, BELOW) if k in statuses
     ]:
         counts[0] += f" ({', '.join(of_blocked)})"
     return f"{len(sites)} transpose-of-dot site{plural}: {', '.join(counts)}"
 
 
 def total(result: Result) -> str:
-    """The run in one line: modules, sites by verdict and status, bytes at stake, stale entries."""
+    """The run in one line: modules, sites by verdict and status, stale entries, the estimated
+    cost a step."""
     counted = result.counted
     sites = [site for item in counted for site in item.sites]
     statuses = [status for item in counted for _, status in item]
-    stake = sum(item.bytes_at_stake for item in counted) and size(
-        sum(item.bytes_at_stake for item in counted)
-    )
+    cost = sum(item.estimated_cost for item in counted)
     line = f"{len(counted)} module{'' if len(counted) == 1 else 's'}: {summary(sites, statuses)}"
     if stale := len(result.stale):
         line += f"; {stale} stale baseline entr{'y' if stale == 1 else 'ies'}"
-    return f"{line}; {stake} at stake per step" if stake else line
+    return f"{line}; estimated cost {size(cost)} a step" if cost else line
 
 
 def stale_lines(result: Result) -> list[str]:
@@ -105,8 +118,8 @@ def fixes(rules: Sequence[Rule]) -> list[str]:
 
 
 def text(result: Result, shown: set[str], quiet: bool = False, verbose: bool = False) -> str:
-    """The new blocked sites by module, any stale baseline entries, each rule's fix once, then
-    the run in one line (:func:`total`), as a linter reports; with ``verbose``, every site of
+    """The new blocked sites by module and those below the cost threshold, any stale baseline
+    entries, each rule's fix once, then the run in one line (:func:`total`), as a linter reports; with ``verbose``, every site of
     each module whose path is in ``shown``; with ``quiet``, only the findings, one line each, as
     ruff writes them."""
     if quiet:
@@ -127,13 +140,14 @@ def text(result: Result, shown: set[str], quiet: bool = False, verbose: bool = F
             lines += [f"{path}: the same module as {same_as}, not counted again"] * verbose
             continue
         if verbose and path in shown:
-            at_stake = item.bytes_at_stake
-            stake = f"; {size(at_stake)} at stake per step" if at_stake else ""
-            lines.append(f"{path}: {summary(item.sites, item.statuses)}{stake}")
+            cost = item.estimated_cost
+            priced = f"; estimated cost {size(cost)} a step" if cost else ""
+            lines.append(f"{path}: {summary(item.sites, item.statuses)}{priced}")
             listed = sorted(item, key=_listing_order)
-        elif new := item.findings:
-            lines.append(f"{path}: {len(new)} new blocked site{'s' * (len(new) > 1)}")
-            listed = sorted(((site, NEW) for site in new), key=_listing_order)
+        elif reported := [(site, status) for site, status in item if status in (NEW, BELOW)]:
+            counts = [f"{sum(s == k for _, s in reported)} {k}" for k in (NEW, BELOW)]
+            lines.append(f"{path}: blocked sites: {', '.join(counts)}")
+            listed = sorted(reported, key=_listing_order)
         else:
             continue
         lines += [line for site, status in listed for line in site_lines(site, status)]
@@ -157,7 +171,7 @@ def position_note(result: Result, verbose: bool) -> list[str]:
 
 
 def record(site: TransposeSite, status: str | None) -> dict:
-    """A site as JSON data: its fields, verdict, rule, lines, bytes, fix and status."""
+    """A site as JSON data: its fields, verdict, rule, lines, estimated cost, fix and status."""
     rule = rule_of(site)
     frames = [
         {"file": (readable(f) or "").rpartition(":")[0], "line": f.line, "function": f.function}
@@ -174,8 +188,7 @@ def record(site: TransposeSite, status: str | None) -> dict:
         "via": readable(site.via),
         "placed_at": readable(site.placed_at),
         "by_position": site.by_position,
-        "bytes": site.bytes,
-        "bytes_per_step": site.bytes_per_step,
+        "cost": site.cost and (dataclasses.asdict(site.cost) | {"basis": site.cost.links}),
         "fix": fix(site),
     }
 
@@ -189,7 +202,7 @@ def as_json(result: Result, exit_status: int) -> str:
             "module": item.module.name,
             "same_as": item.module.same_as,
             "counts": item.counts,
-            "bytes_at_stake": item.bytes_at_stake,
+            "estimated_cost": item.estimated_cost,
             "sites": [record(site, status) for site, status in item],
         }
         for item in result.modules
@@ -197,8 +210,9 @@ def as_json(result: Result, exit_status: int) -> str:
     counted = result.counted
     totals = {v: sum(item.counts[v] for item in counted) for v in VERDICTS} | {
         "new_blocked": sum(len(item.findings) for item in counted),
+        "below": sum(status == BELOW for item in counted for _, status in item),
         "stale": len(result.stale),
-        "bytes_at_stake": sum(item.bytes_at_stake for item in counted),
+        "estimated_cost": sum(item.estimated_cost for item in counted),
     }
     document = {"schema": SCHEMA, "version": __version__, "exit_status": exit_status}
     stale = {"baseline": result.baseline, "stale": result.stale}
@@ -212,8 +226,9 @@ def _escape(value: str, properties: bool = False) -> str:
 
 
 def message(site: TransposeSite) -> str:
-    """A finding in one sentence, with its fix: what annotations and SARIF results say."""
-    return f"Blocked fold: {site.what}, {site.chain}. Fix: {fix(site)}"
+    """A finding in one sentence, with its cost and fix: what annotations and SARIF results say."""
+    priced = f" ({costing(site)})" if rule_of(site) is WEIGHT_GRADIENT else ""
+    return f"Blocked fold: {site.what}, {site.chain}{priced}. Fix: {fix(site)}"
 
 
 def place(module_path: str, site: TransposeSite) -> tuple[str, int | None]:
@@ -224,15 +239,19 @@ def place(module_path: str, site: TransposeSite) -> tuple[str, int | None]:
 
 
 def github(result: Result, strict: bool = False) -> str:
-    """One ``::error`` workflow command per finding, at the user's line, titled by its rule; a
-    ``::warning`` (``::error`` if ``strict``) per stale baseline entry, at the baseline file."""
+    """One ``::error`` workflow command per finding (``::notice`` below the cost threshold), at
+    the user's line, titled by its rule; a ``::warning`` (``::error`` if ``strict``) per stale
+    baseline entry, at the baseline file."""
     lines = []
     for item in result.modules:
-        for site, rule in ((s, r) for s in item.findings if (r := rule_of(s))):
+        for site, status in item:
+            if status not in (NEW, BELOW) or (rule := rule_of(site)) is None:
+                continue
             file, line = place(item.module.path, site)
             where = f"file={_escape(file, True)}" + (f",line={line}" if line else "")
             title = _escape(f"find-barriers {rule.code} ({rule.name}): {item.module.name}", True)
-            lines.append(f"::error {where},title={title}::{_escape(message(site))}")
+            level = "error" if status == NEW else "notice"
+            lines.append(f"::{level} {where},title={title}::{_escape(message(site))}")
     level = "error" if strict else "warning"
     title = _escape(f"find-barriers {STALE_ENTRY.code} ({STALE_ENTRY.name})", True)
     for entry in result.stale:

@@ -10,7 +10,7 @@ from collections import Counter
 
 from find_barriers import __version__
 from find_barriers.baseline import describe, key, tag
-from find_barriers.check import ACCEPTED, NEW, Result
+from find_barriers.check import ACCEPTED, BELOW, NEW, Result
 from find_barriers.dumps import Module
 from find_barriers.frames import readable
 from find_barriers.report import message, place
@@ -34,13 +34,14 @@ def fingerprint(module: Module, site: TransposeSite, seen: Counter) -> str:
 
 def sarif(result: Result, strict: bool = False) -> str:
     """The log: the tool with its version and rules, then one result per blocked site (``error``
-    when new; ``note``, suppressed, when the baseline accepts it), and one per stale baseline
-    entry, at the baseline file (``warning``; ``error`` if ``strict``)."""
+    when new; ``note`` below the cost threshold, or, suppressed, when the baseline accepts it),
+    and one per stale baseline entry, at the baseline file (``warning``; ``error`` if
+    ``strict``)."""
     results, seen = [], Counter[str]()
     for item in result.modules:
         for site, status in item:
             rule = rule_of(site)
-            if rule is None or status not in (NEW, ACCEPTED):
+            if rule is None or status not in (NEW, ACCEPTED, BELOW):
                 continue
             file, line = place(item.module.path, site)
             location: dict[str, object] = {"artifactLocation": {"uri": file}}
@@ -48,7 +49,7 @@ def sarif(result: Result, strict: bool = False) -> str:
             found = {
                 "ruleId": rule.code,
                 "ruleIndex": list(RULES).index(rule.code),
-                "level": "error" if status == NEW else "note",
+                "level": "error" if status == NEW else "note",  # accepted, or below the threshold
                 "message": {"text": message(site)},
                 "locations": [{"physicalLocation": location}],
                 "partialFingerprints": {"findBarriers/v2": fingerprint(item.module, site, seen)},

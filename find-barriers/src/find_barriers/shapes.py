@@ -77,3 +77,44 @@ def has_dims(inst: Instruction, dims: tuple[int, ...] | None, stacked: bool = Fa
     if not stacked:
         return sorted(sizes) == sorted(dims)
     return any(sorted(sizes[:i] + sizes[i + 1 :]) == sorted(dims) for i in range(len(sizes)))
+
+
+_MESH = re.compile(r"sharding=\{mesh\[([^\]]*)\], \[((?:\{[^}]*\}(?:, )?)*)\]")
+_DEVICES = re.compile(r"sharding=\{devices=\[([\d,]+)\]")
+
+
+def shard_counts(attributes: str, rank: int) -> tuple[int, ...]:
+    """How many shards each of an array's ``rank`` dimensions is split into, from an instruction's
+    ``sharding=``: Shardy's ``{mesh['fsdp'=4, ...], [{'fsdp'}, {}]}`` or GSPMD's
+    ``{devices=[4,1]<=[4]}``; all 1 where it is replicated or has none.
+
+    >>> shard_counts("sharding={mesh['data'=2,'fsdp'=4], [{'fsdp'}, {'data', 'fsdp'}]}", 2)
+    (4, 8)
+    >>> shard_counts("sharding={devices=[1,4]<=[4]}", 2), shard_counts("sharding={replicated}", 2)
+    ((1, 4), (1, 1))
+    """
+    if mesh := _MESH.search(attributes):
+        sizes = {name: int(size) for name, size in re.findall(r"'([^']+)'=(\d+)", mesh[1])}
+        dims = re.findall(r"\{([^}]*)\}", mesh[2])
+        counts = [
+            math.prod(sizes.get(axis, 1) for axis in re.findall(r"'([^']+)'", d)) for d in dims
+        ]
+        return tuple(counts[:rank]) + (1,) * (rank - len(counts))
+    if devices := _DEVICES.search(attributes):
+        counts = [int(n) for n in devices[1].split(",")]
+        return tuple(counts[:rank]) + (1,) * (rank - len(counts[:rank]))
+    return (1,) * rank
+
+
+def shard_dims(inst: Instruction) -> tuple[int, ...]:
+    """The dimensions of one device's shard of ``inst``'s array, as its ``sharding=`` splits it
+    (the whole array where it has none)."""
+    ((_, dims),) = array_shapes(inst.shape)[:1] or (("f32", ()),)
+    counts = shard_counts(inst.attributes, len(dims))
+    return tuple(-(-d // c) for d, c in zip(dims, counts, strict=True))
+
+
+def shard_bytes(inst: Instruction) -> int:
+    """Bytes of one device's shard of ``inst``'s array (:func:`shard_dims`)."""
+    ((dtype, _),) = array_shapes(inst.shape)[:1] or (("f32", ()),)
+    return DTYPE_BYTES.get(dtype, 4) * math.prod(shard_dims(inst))

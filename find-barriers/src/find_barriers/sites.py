@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 
 from find_barriers import fold
+from find_barriers.cost import Cost, Costs
 from find_barriers.flow import Flow, Reach
 from find_barriers.frames import layer_lines, placed_by, readable, user_frames
 from find_barriers.loops import run_counts
@@ -22,7 +23,7 @@ from find_barriers.program import (
     passes_on,
     tuple_index,
 )
-from find_barriers.shapes import array_shapes, has_dims, shape_bytes
+from find_barriers.shapes import array_shapes, has_dims
 
 POSITION = re.compile(r"^[\w.]*\bstates\[\d+\]\[\d+\]$")
 """A name that is only a position in a flattened state (``model.states[0][32]``, as ``nnx.jit``
@@ -60,6 +61,8 @@ class TransposeSite:
         placed_by: what put the ``Sharding`` call there: ``explicit`` (a result typed by an
             explicit mesh) or ``constraint`` (the user's ``with_sharding_constraint``).
         placed_at: where that constraint is, in the user's code.
+        cost: a blocked weight gradient's estimated cost (:mod:`~find_barriers.cost`); None
+            where its parameter is unknown, or nothing blocks its fold.
     """
 
     transpose: str
@@ -78,6 +81,7 @@ class TransposeSite:
     role: str = "unknown"
     placed_by: str | None = None
     placed_at: Frame | None = None
+    cost: Cost | None = None
 
     @property
     def verdict(self) -> str:
@@ -101,16 +105,6 @@ class TransposeSite:
     def user_stack(self) -> tuple[Frame, ...]:
         """The frames of the dot's stack that are the user's, innermost first."""
         return user_frames(self.stack)
-
-    @property
-    def bytes(self) -> int:
-        """The bytes of the dot's result, whose fold is at stake, before partitioning, per run."""
-        return shape_bytes(self.dot_shape)
-
-    @property
-    def bytes_per_step(self) -> int | None:
-        """:attr:`bytes` times :attr:`trips`; None where the trip count is unknown."""
-        return None if self.trips is None else self.bytes * self.trips
 
     @property
     def chain(self) -> str:
@@ -177,6 +171,7 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
         Phases(program),
         Flow(program),
     )
+    costs = Costs(program, flow)
     sites = []
     for comp, inst in program.transposes():
         if not has_dims(inst, dims):
@@ -192,7 +187,9 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
         reach = flow.reach(inst.name) if backward else Reach()
         output = min(reach.outputs, default=None)
         sizes = array_shapes(inst.shape)[0][1]
-        parameter = parameters.of(origin, sizes) if backward else None
+        weight = parameters.of(origin, sizes) if backward else None
+        named = weight or _updated(program, reach)
+        blocked = "Sharding" in between and phase != FORWARD
         sites.append(
             TransposeSite(
                 *(inst.name, shapes[0], origin.name, between, shapes[1]),
@@ -201,10 +198,11 @@ def find_sites(program: Program, dims: tuple[int, ...] | None = None) -> list[Tr
                 no_fold=fold.no_fold(program, inst, chain, origin),
                 trips=count(comp),
                 stack=program.stack(origin),
-                parameter=parameter or _updated(program, reach),
-                role=role(phase, parameter, reach),
+                parameter=named and (program.op_name(named) or named.name),
+                role=role(phase, weight and weight.name, reach),
                 placed_by=placed[0],
                 placed_at=placed[1],
+                cost=costs.of(inst, origin, named) if blocked and named else None,
             )
         )
     known = [user_frames(stack) for stack in program.known_stacks()] if sites else []
@@ -231,14 +229,13 @@ def _kind(value: object) -> str:
     return f"a {kind.__name__}" if module == "builtins" else f"a {module}.{kind.__name__}"
 
 
-def _updated(program: Program, reach: Reach) -> str | None:
+def _updated(program: Program, reach: Reach) -> Instruction | None:
     """The donated parameter whose buffer the first output ``reach`` reaches reuses: the one that
-    output updates (its name as the module gives it)."""
+    output updates."""
     for output in sorted(reach.outputs):
         if (number := program.aliases.get(output)) is not None:
             name = program.parameter(program.entry, number)
-            inst = program.by_name.get(name) if name else None
-            return inst and (program.op_name(inst) or inst.name)
+            return program.by_name.get(name) if name else None
     return None
 
 
