@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 
+from find_barriers.cost import measured_copy_bytes
 from find_barriers.program import read_hlo
 from find_barriers.shapes import array_shapes, shape_bytes
 
@@ -16,12 +17,6 @@ def entry_copies(compiled: str) -> list[str]:
     relayouts each step runs once (a copy inside a loop body is not counted)."""
     program = read_hlo(compiled)
     return [inst.shape for inst in program.computations[program.entry] if inst.opcode == "copy"]
-
-
-def copy_traffic(compiled: str) -> int:
-    """Bytes the entry's copies move per step and device, each read and written once:
-    ``2 x`` their result bytes (the design doc's §4.3 counts the same way)."""
-    return 2 * sum(shape_bytes(shape) for shape in entry_copies(compiled))
 
 
 def parameter_copies(compiled: str) -> list[str]:
@@ -72,7 +67,7 @@ def compiled_facts(compiled: str, kernel: tuple[int, int]) -> dict[str, object]:
     head ``kernel``, and its reduce-scatters."""
     return {
         "entry_copies": len(entry_copies(compiled)),
-        "copy_traffic": copy_traffic(compiled),
+        "copy_traffic": measured_copy_bytes(compiled),
         "kernel_copies": kernel_copies(compiled, kernel),
         "reduce_scatters": reduce_scatters(compiled),
     }

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
 
-from snippets.hlo.compiled import copy_traffic, entry_copies, reduce_scatters, relayout_traffic
+from find_barriers.cost import measured_copy_bytes
+from snippets.hlo.compiled import entry_copies, reduce_scatters, relayout_traffic
 from snippets.hlo.field import (
     RECORD,
     TOPOLOGY,
@@ -43,7 +44,7 @@ def mode_facts(compiled: str, optimal_seconds: float | None) -> dict:
     bytes read and written), its reduce-scatters and XLA's ``optimal_seconds``."""
     return {
         "copies": len(entry_copies(compiled)),
-        "copy_traffic": copy_traffic(compiled),
+        "copy_traffic": measured_copy_bytes(compiled),
         "relayout_traffic": relayout_traffic(compiled),
         "reduce_scatters": reduce_scatters(compiled),
         "optimal_seconds": optimal_seconds,

@@ -33,10 +33,17 @@ module JAX hands XLA, by the two mechanisms MaxText's design doc measured on TPU
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from find_barriers.flow import Flow
-from find_barriers.program import Instruction, Program, Value, attribute_dims, behind, callees
+from find_barriers.program import (
+    Instruction,
+    Program,
+    Value,
+    attribute_dims,
+    behind,
+    callees,
+    read_hlo,
+)
 from find_barriers.shapes import (
     array_shapes,
     elements,
@@ -221,8 +228,9 @@ def elements_of_name(program: Program, name: str) -> int:
 
 def measured_copy_bytes(compiled: str) -> int:
     """The bytes a compiled module's entry copies read and write per step (``copy``, not
-    ``copy-start``), on a TPU ``after_optimizations`` dump. Both modes copy: explicit's bytes
-    less auto's are what :class:`Cost`'s relayout estimate is of."""
-    entry = re.search(r"^ENTRY .*?^\}", compiled, re.MULTILINE | re.DOTALL)
-    shapes = re.findall(r"= (\w+\[[\d,]*\]\S*) copy\(", entry[0] if entry else "")
-    return 2 * sum(shape_bytes(shape) for shape in shapes)
+    ``copy-start``; a copy inside a loop body is not counted), on a TPU ``after_optimizations``
+    dump. Both modes copy: explicit's bytes less auto's are what :class:`Cost`'s relayout
+    estimate is of."""
+    program = read_hlo(compiled)
+    entry = program.computations[program.entry]
+    return 2 * sum(shape_bytes(inst.shape) for inst in entry if inst.opcode == "copy")
