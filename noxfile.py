@@ -125,7 +125,7 @@ def tpu(session: nox.Session) -> None:
 @nox.session(python=PYTHON, default=False)
 def field(session: nox.Session) -> None:
     """The design doc's 25 configs compiled for a TPU v5p slice, in each shard mode, and
-    find-barriers on each one's CPU dump: ``docs/field.json`` (minutes a config; not a default
+    find-barriers on each one's CPU dump: ``snippets/hlo/field_record.json`` (minutes a config; not a default
     session). Options go to ``python -m snippets field`` (``--configs NAME ...``, ``--resume``)."""
     install(session, "test", extras=("tpu",))
     session.env.update(JAX_PLATFORMS="cpu")

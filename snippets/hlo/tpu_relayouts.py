@@ -17,8 +17,11 @@ from snippets.hlo.compiled import compiled_facts
 from snippets.lowering import StepConfig, build_step
 from snippets.tpu_compile import TOPOLOGY, compile_for_tpu, libtpu_version
 
-RECORD = Path(__file__).resolve().parents[2] / "docs" / "tpu_relayouts.json"
-"""Where ``--record`` writes the compiled facts, for a guide built without libtpu."""
+RECORD = Path(__file__).with_name("tpu_relayouts_record.json")
+"""Where ``--record`` writes the compiled facts, for a guide built without libtpu.
+
+:meta hide-value:
+"""
 STEP = StepConfig(mesh="fsdp", emb=512, vocab=32000, batch=8, seq=128, optimizer="adam")
 """The flagship's step at the design doc's head (emb 512, vocab 32,000, fsdp 4), with adamw."""
 VARIANTS = ("EV", "auto-axes")

@@ -1,7 +1,7 @@
 """``python -m snippets field``: the design doc's 25 configs compiled for a TPU v5p slice on this
 machine (:mod:`snippets.hlo.field`), each config in both shard modes, and find-barriers on the
 CPU dump of its explicit step; written as JSON with the versions and date it was made with.
-``nox -s field`` runs it (libtpu installed; minutes a config) and writes ``docs/field.json``.
+``nox -s field`` runs it (libtpu installed; minutes a config) and writes ``snippets/hlo/field_record.json``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``python -m snippets tpu_relayouts``: the flagship's step compiled for a TPU v5p slice here
 (libtpu, no TPU) in each shard mode, as stored and with fix 1 (:mod:`snippets.hlo.tpu_relayouts`):
 the entry's copies, the head kernel's, the reduce-scatters, as JSON. ``--record`` writes
-``docs/tpu_relayouts.json`` too, which the flagship renders where libtpu is not installed.
+``snippets/hlo/tpu_relayouts_record.json`` too, which the flagship renders where libtpu is not installed.
 """
 
 from __future__ import annotations
