@@ -38,7 +38,7 @@ _CPU_ARGUMENTS = ["hardware=cpu", "attention=dot_product"]
 """XLA:CPU has no TPU attention kernel: the CPU compile uses MaxText's plain dot-product one."""
 _COMPILE_SECONDS = 900
 ONE_OF_MANY = {"ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}
-"""libtpu takes a lock on the machine (``/tmp/libtpu_lockfile``) unless told other processes use it
+"""libtpu takes a lock file on the machine unless told other processes use it
 too: compiling, not running, needs no lock."""
 
 

@@ -524,7 +524,9 @@ def test_the_site_opens_from_file_urls(browser, site):
 
 
 LENGTH_LIMITS = {
-    "guides/shard_mode_performance.html": {"words": 3400, "phone_screens": 20},
+    # +100 words, +1 screen for the TPU compiler's own program (issue 49), the page's one TPU fact
+    # not quoted from a source.
+    "guides/shard_mode_performance.html": {"words": 3500, "phone_screens": 21},
     "guides/reduce_scatter.html": {"words": 3000},
     "guides/choosing_a_mode.html": {"words": 2600},
 }
