@@ -37,11 +37,13 @@ def build_project(
     env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess:
     """Write a ``conf.py`` loading ``extensions`` (``docs/_ext``'s as modules) with ``settings``
-    to ``source``, and run ``sphinx-build -W --keep-going`` with ``options`` into ``out``."""
+    to ``source``, and run ``sphinx-build -W --keep-going --no-color`` with ``options`` into ``out``."""
     names = [getattr(extension, "__name__", extension) for extension in extensions]
     conf = f"import sys\nsys.path.insert(0, {str(EXTENSIONS)!r})\nextensions = {names!r}\n"
     (source / "conf.py").write_text(conf + settings)
-    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", *options, str(source)]
+    # --no-color: a CI runner that forces colour would otherwise put escapes in the text tests read.
+    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "--no-color", *options]
+    command.append(str(source))
     return subprocess.run(
         [*command, str(out)], capture_output=True, text=True, check=False, env=env
     )
