@@ -11,6 +11,7 @@ nothing installed, ``uv run noxfile.py`` (or ``pipx run noxfile.py``) does the s
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -188,6 +189,27 @@ def checker(session: nox.Session) -> None:
         )
 
 
+@nox.session(venv_backend="none", default=False)
+def mutation(session: nox.Session) -> None:
+    """mutmut on find-barriers' standard-library modules against its own tests, then the score per
+    module (``find-barriers/tests/mutation_score.py``); minutes, so not a default session.
+
+    A fresh run each time (``find-barriers/mutants/`` is removed first), on every core, installed
+    as ``find-barriers/uv.lock`` pins (the ``mutation`` group, ``[tool.mutmut]``). ``nox -s
+    mutation -- NAME ...`` instead re-tests the named mutants (globs too) of the last run against
+    the tests as they are now, and scores again.
+    """
+    session.chdir(CHECKER)
+    environment = Path("..", ".nox", "mutation").resolve()
+    uv_run = ("uv", "run", "--locked", "--group=test", "--group=mutation", "--python=3.12")
+    env = {"UV_PROJECT_ENVIRONMENT": str(environment)}
+    if not session.posargs:
+        shutil.rmtree("mutants", ignore_errors=True)
+    jobs = f"--max-children={os.cpu_count() or 1}"
+    session.run(*uv_run, "mutmut", "run", jobs, *session.posargs, env=env, external=True)
+    session.run(*uv_run, "python", "tests/mutation_score.py", env=env, external=True)
+
+
 @nox.session(python=PYTHON, default=False)
 def docs(session: nox.Session) -> None:
     """Build the HTML site, executing the guides (cached); warnings are errors."""
@@ -337,6 +359,39 @@ def matrix(session: nox.Session, jax: str, flax: str) -> None:
     session.log(f"Recorded JAX {jax} in {MATRIX_RESULTS}")
     if result.returncode and f"jax=={jax}" in project_pins("jax"):
         session.error(f"the pinned JAX must tell the guides' story: {last_line}")
+
+
+CHECKER_PYPROJECT = nox.project.load_toml(CHECKER / "pyproject.toml")
+CHECKER_JAX_FLOOR = (
+    CHECKER_PYPROJECT["project"]["optional-dependencies"]["jax"][0]
+    .partition(";")[0]
+    .removeprefix("jax>=")
+)
+"""The oldest JAX find-barriers' ``jax`` extra accepts: its requirement's ``jax>=``."""
+CHECKER_JAX_RELEASES = [
+    nox.param("3.11", CHECKER_JAX_FLOOR, id=f"jax='{CHECKER_JAX_FLOOR}'"),
+    *(
+        nox.param(*release.args[:2], id=release.id)
+        for release in (MATRIX_RELEASES[0], MATRIX_RELEASES[-1])
+    ),
+]
+"""The JAX releases find_barriers.jax is tested on (Python, JAX): the extra's floor, the matrix's
+oldest release and the pinned one."""
+
+
+@nox.session(default=True)
+@nox.parametrize(("python", "jax"), CHECKER_JAX_RELEASES)
+def checker_jax(session: nox.Session, jax: str) -> None:
+    """find_barriers.jax's tests (``find-barriers/tests_jax``, and the doctests of the modules that
+    import JAX) on JAX 0.10.1 (the ``jax`` extra's floor) and 0.10.2 under Python 3.11, and on the
+    pinned 0.12.0.1 under 3.12: find-barriers installed with its ``jax`` extra, that release of
+    ``jax`` and ``jaxlib`` pinned, and its ``test`` group. Options go to pytest."""
+    session.install(
+        *("-e", f"{CHECKER}[jax]", f"jax=={jax}", f"jaxlib=={jax}"),
+        *nox.project.dependency_groups(CHECKER_PYPROJECT, "test"),
+    )
+    session.chdir(CHECKER)
+    session.run("pytest", *(session.posargs or ["tests_jax", "src"]))
 
 
 if __name__ == "__main__":

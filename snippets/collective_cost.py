@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from pydantic import validate_call
 
-from find_barriers.shapes import DTYPE_BYTES
+from find_barriers import DTYPE_BYTES
 from snippets.ring_model import ring_bytes_per_rank, ring_hops
 from snippets.sources import (
     BANDWIDTH_CASES,

@@ -12,10 +12,8 @@ import jax
 import jsonschema
 import pytest
 
-from find_barriers import read_module
-from find_barriers.cli import main
-from find_barriers.sites import find_sites
-from snippets.hlo.lowered import lowered_sites, output_names
+from find_barriers import find_sites, main, read_module
+from find_barriers.jax import lowered_sites, output_names
 from snippets.lowering import StepConfig, build_step
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,9 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from find_barriers import read_hlo, read_module
-from find_barriers.cli import main
-from find_barriers.sites import find_sites
+from find_barriers import find_sites, main, read_hlo, read_module
 from snippets.hlo.maxtext_decoder import DecoderConfig, lower_decoder
 from tests.checker_fixtures import DATA, fixtures
 

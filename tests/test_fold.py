@@ -1,4 +1,4 @@
-"""The fold rule (find_barriers.fold) against what XLA:CPU does on one device: the rule's verdict
+"""find-barriers' fold rule against what XLA:CPU does on one device: the rule's verdict
 on each program's site is what the compiled module shows (find-barriers' own tests check each
 condition on hand-written HLO)."""
 
@@ -6,9 +6,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from find_barriers.program import instructions, read_hlo
-from find_barriers.shapes import array_shapes
-from find_barriers.sites import find_sites
+from find_barriers import array_shapes, find_sites, instructions, read_hlo
 
 
 def weight_gradient(w, x):

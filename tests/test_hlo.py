@@ -6,7 +6,7 @@ import pytest
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from find_barriers.program import read_hlo
+from find_barriers import read_hlo
 from snippets.hlo.collectives import collectives, group_size
 from snippets.hlo.counts import dot_flops, opcode_counts, relayouts, sharding_call_count
 from snippets.hlo.gradients import _called, kernel_relayouts

@@ -9,8 +9,7 @@ from flax import nnx
 from jax.sharding import AxisType
 from jax.sharding import PartitionSpec as P
 
-from find_barriers.program import read_hlo
-from find_barriers.sites import find_sites
+from find_barriers import find_sites, read_hlo
 from snippets.kernel_order_grad import auto_axes_dot_general, kernel_order_dot_general
 from snippets.lm_head import KERNEL_ORDER, DenseGeneral
 

@@ -1,6 +1,7 @@
 """The roles of ``snippets/``: imports point from the commands to the readers of XLA's programs to
 teaching code to support and the cache; ``snippets/measure/`` holds commands, which no module
-imports; names are unique, and only command lines run when a module is run."""
+imports; names are unique, and only command lines run when a module is run. The site and its
+guides use find-barriers through its public API only."""
 
 import ast
 from collections import Counter
@@ -9,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from snippets.__main__ import COMMANDS
+from tests.guide_runner import guide_paths
+from tests.test_guide_cells import cells
 
 SNIPPETS = Path(__file__).resolve().parent.parent / "snippets"
 
@@ -109,3 +112,59 @@ def test_every_command_is_a_main_and_every_main_a_command():
     """``python -m snippets`` lists each module with a ``main`` once, and only those."""
     mains = {name for name, tree in MODULES.items() if has_main(tree)} - {"snippets.__main__"}
     assert sorted(f"snippets.measure.{name}" for name in COMMANDS) == sorted(mains)
+
+
+PUBLIC_MODULES = {"find_barriers", "find_barriers.jax", "find_barriers.testing"}
+"""find-barriers' public modules: what the site may import of it (its other modules are private)."""
+
+
+def private_uses(tree: ast.AST) -> list[str]:
+    """The private names of find-barriers ``tree`` imports or reads: a module outside
+    :data:`PUBLIC_MODULES`, a name its ``__all__`` leaves out, an attribute with an underscore."""
+    import find_barriers  # noqa: PLC0415 - the names it makes public, read where they are checked
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.startswith("find_barriers.")]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("find_barriers"):
+            if node.module not in PUBLIC_MODULES:
+                found.append(node.module)
+            elif node.module == "find_barriers":
+                found += [a.name for a in node.names if a.name not in find_barriers.__all__]
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "find_barriers"
+            and node.attr not in find_barriers.__all__
+        ):
+            found.append(f"find_barriers.{node.attr}")
+    return [name for name in found if name not in PUBLIC_MODULES]
+
+
+SITE_CODE = {
+    **{f"snippets: {name}": tree for name, tree in MODULES.items()},
+    **{
+        f"guide: {guide.name}": ast.Module(
+            [node for _, cell in cells(guide) for node in cell.body], []
+        )
+        for guide in guide_paths()
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(SITE_CODE))
+def test_the_site_uses_only_find_barriers_public_api(name):
+    assert private_uses(SITE_CODE[name]) == [], f"{name} reaches into find-barriers' private code"
+
+
+def test_a_private_use_is_found():
+    code = "import find_barriers._sites\nfrom find_barriers import _check, find_sites\n"
+    code += "from find_barriers._rules import RULES\nfind_barriers.check(find_barriers._dumps)\n"
+    found = private_uses(ast.parse(code))
+    assert found == [
+        "find_barriers._sites",
+        "_check",
+        "find_barriers._rules",
+        "find_barriers._dumps",
+    ]

@@ -6,10 +6,9 @@ import typing
 import numpy as np
 import pytest
 
-from find_barriers.program import read_hlo
-from find_barriers.sites import find_sites
 from snippets.devices import SHARD_MODES, TooFewDevicesError
 from snippets.hlo.barrier import logits_pin_diff, pass_window, run_report, single_device_control
+from snippets.hlo.counts import kernel_sites
 from snippets.hlo.maxtext_decoder import DecoderConfig
 from snippets.hlo.programs import lower_built, lower_step
 from snippets.lowering import (
@@ -64,7 +63,7 @@ def test_auto_ev_has_the_transpose_of_dot_with_nothing_between(runs):
 
 def test_the_barrier_chain_is_dot_sharding_transpose(steps):
     hlo = lower_built(steps(BASE)).hlo
-    (site,) = find_sites(read_hlo(hlo), DIMS)
+    (site,) = kernel_sites(hlo, DIMS)
     assert site.between == ("Sharding",)
     assert site.verdict == "blocked"
 

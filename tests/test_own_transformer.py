@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from find_barriers.cli import main
+from find_barriers import main
 from tests import own_transformer
 
 pytestmark = pytest.mark.needs_devices(4)  # the 2x2 mesh

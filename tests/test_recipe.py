@@ -68,9 +68,12 @@ def imported_modules(code: str) -> set[str]:
 
 
 def split_cells() -> tuple[list[str], str]:
-    """The reader's cells, then the check: the one cell that imports this project, the last."""
+    """The reader's cells, then the check: the one cell that imports this project or its checker
+    (``find_barriers``), the last."""
     cells = section_cells()
-    project = [i for i, cell in enumerate(cells) if "snippets" in imported_modules(cell)]
+    project = [
+        i for i, cell in enumerate(cells) if {"snippets", "find_barriers"} & imported_modules(cell)
+    ]
     assert project == [len(cells) - 1], f"cells importing this project: {project} of {len(cells)}"
     return cells[:-1], cells[-1]
 

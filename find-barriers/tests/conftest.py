@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from find_barriers.cli import main
+from find_barriers._cli import main
 
 DATA = Path(__file__).with_name("data")
 """XLA:CPU's dumps of the steps of ``tests/checker_models.py`` and ``tests/checker_patterns.py`` in

@@ -11,7 +11,7 @@ from hlo_texts import NO_TUPLE_INDEX
 import find_barriers
 from conftest import MODEL, PROJECTION_LINES, SHARED_DOT_LINE, THREE_LAYER_LINES
 from find_barriers import __main__ as entry
-from find_barriers.rules import RULES
+from find_barriers._rules import RULES
 
 
 def dump_directory(data, tmp_path, *names: str):
@@ -256,7 +256,7 @@ def test_a_crash_of_its_own_is_exit_2_and_says_to_report_it(data, run, monkeypat
     def broken(program, dims=None):
         raise KeyError("no such instruction")
 
-    monkeypatch.setattr("find_barriers.check.find_sites", broken)
+    monkeypatch.setattr("find_barriers._check.find_sites", broken)
     status, out, err = run(data / "constrained.hlo.txt")
     assert (status, out) == (2, "")
     assert err == (

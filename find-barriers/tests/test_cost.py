@@ -5,10 +5,10 @@ summed first (§4.6) or stacked in a loop (§4.7)."""
 import pytest
 from hlo_texts import HEAD
 
-from find_barriers.cost import measured_copy_bytes
-from find_barriers.program import read_hlo
-from find_barriers.shapes import shard_bytes
-from find_barriers.sites import find_sites
+from find_barriers._cost import measured_copy_bytes
+from find_barriers._program import read_hlo
+from find_barriers._shapes import shard_bytes
+from find_barriers._sites import find_sites
 
 
 def head_cost(emb: int, text: str = HEAD):

@@ -10,8 +10,8 @@ import pytest
 
 import find_barriers
 from conftest import MODEL, THREE_LAYER_LINES
-from find_barriers.cost import DOC, SECTIONS
-from find_barriers.rules import RULES
+from find_barriers._cost import DOC, SECTIONS
+from find_barriers._rules import RULES
 
 SCHEMA = json.loads(
     importlib.resources.files("find_barriers").joinpath("find_barriers.schema.json").read_text()

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from find_barriers import read_module
-from find_barriers.rules import rule_of
-from find_barriers.sites import find_sites
+from find_barriers._rules import rule_of
+from find_barriers._sites import find_sites
 
 
 def sites_of(data, name: str):

@@ -3,8 +3,8 @@
 import pytest
 from hlo_texts import FRAMES, LOOP, SHORTHAND_LOOP
 
-from find_barriers.program import Frame, instructions, parse_instruction, read_hlo
-from find_barriers.shapes import shape_bytes
+from find_barriers._program import Frame, instructions, parse_instruction, read_hlo
+from find_barriers._shapes import shape_bytes
 
 FUSED = """
 %region_0.0 (x: f32[], y: f32[]) -> f32[] {

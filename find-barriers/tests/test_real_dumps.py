@@ -5,7 +5,7 @@ import json
 
 from conftest import MODEL, SHARED_DOT_LINE, THREE_LAYER_LINES
 from find_barriers import read_module
-from find_barriers.sites import find_sites
+from find_barriers._sites import find_sites
 
 
 def sites_of(data, name: str):

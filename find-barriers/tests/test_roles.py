@@ -3,10 +3,10 @@ and the names a module gives."""
 
 from hlo_texts import ROLES
 
-from find_barriers.flow import Flow
-from find_barriers.program import read_hlo
-from find_barriers.rules import rule_of
-from find_barriers.sites import find_sites
+from find_barriers._flow import Flow
+from find_barriers._program import read_hlo
+from find_barriers._rules import rule_of
+from find_barriers._sites import find_sites
 
 
 def roles() -> dict[str, tuple]:

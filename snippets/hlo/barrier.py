@@ -9,11 +9,10 @@ from collections.abc import Sequence
 
 import jax
 
-from find_barriers.program import read_hlo
-from find_barriers.sites import find_sites
+from find_barriers import Verdict
 from snippets.devices import describe_devices
 from snippets.hlo.collectives import collectives
-from snippets.hlo.counts import kernel_order_dots, relayouts, sharding_call_count
+from snippets.hlo.counts import kernel_order_dots, kernel_sites, relayouts, sharding_call_count
 from snippets.hlo.gradients import kernel_relayouts
 from snippets.hlo.head_traffic import head_traffic
 from snippets.hlo.passes import pass_order
@@ -24,14 +23,14 @@ from snippets.lowering import StepConfig, build_step, every_mode_and_variant
 def run_report(lowered: LoweredStep) -> dict:
     """What one lowered step shows: barrier, fold sites, leftovers and collectives."""
     config = lowered.config
-    sites = [site.verdict for site in find_sites(read_hlo(lowered.hlo), config.kernel_dims)]
+    sites = [site.verdict for site in kernel_sites(lowered.hlo, config.kernel_dims)]
     left = relayouts(lowered.compiled, config.kernel_dims)
     return {
         "mode": config.mode,
         "variant": config.variant,
         "sharding_calls": sharding_call_count(lowered.hlo),
-        "barrier_sites": sites.count("blocked"),
-        "foldable_sites": sites.count("foldable"),
+        "barrier_sites": sites.count(Verdict.BLOCKED),
+        "foldable_sites": sites.count(Verdict.FOLDABLE),
         "compiled_transposes": [r.shape for r in left if r.opcode == "transpose"],
         "relayout_copies": [r.shape for r in left if r.opcode == "copy"],
         "collectives": [
@@ -99,7 +98,7 @@ def single_device_control(config: StepConfig) -> dict:
     lowered = lower_step(config.replace(devices=1, mesh="dp"))
     dots = kernel_order_dots(lowered.compiled, config.kernel_dims)
     left = relayouts(lowered.compiled, config.kernel_dims)
-    sites = find_sites(read_hlo(lowered.hlo), config.kernel_dims)
+    sites = kernel_sites(lowered.hlo, config.kernel_dims)
     return {
         "mode": config.mode,
         "folded": bool(dots) and not left,
@@ -112,7 +111,7 @@ def single_device_control(config: StepConfig) -> dict:
 def pass_window(config: StepConfig) -> dict:
     """This backend's pass order, and the weight-gradient sites in the module the first algsimp sees."""
     order = pass_order(lower_step(config, dump_passes=True).dumps)
-    sites = find_sites(read_hlo(order["module_before_first_algsimp"]), config.kernel_dims)
+    sites = kernel_sites(order["module_before_first_algsimp"], config.kernel_dims)
     return {
         **{key: value for key, value in order.items() if not key.startswith("module")},
         "sites_at_first_algsimp": [

@@ -10,9 +10,8 @@ import tempfile
 
 import jax
 
-from find_barriers.program import read_hlo
-from find_barriers.sites import find_sites
-from snippets.hlo.counts import kernel_order_dots, relayouts, sharding_call_count
+from find_barriers import find_sites, read_hlo
+from snippets.hlo.counts import kernel_order_dots, kernel_sites, relayouts, sharding_call_count
 from snippets.hlo.passes import algsimp_fates, parse_dump_name, pass_order
 from snippets.hlo.programs import hlo_text, read_pass_dumps
 from snippets.lowering import StepConfig, build_step, every_mode_and_variant
@@ -70,7 +69,7 @@ def _last_site_chain(dumps: dict[str, str], dims: tuple[int, int]) -> dict | Non
     the transpose), with its pipeline and next pass; ``None`` when no dump has one."""
     per_pass = sorted((parsed, name) for name in dumps if (parsed := parse_dump_name(name)))
     for (_, pipeline, _, before), name in reversed(per_pass):
-        if sites := find_sites(read_hlo(dumps[name]), dims):
+        if sites := kernel_sites(dumps[name], dims):
             return {"pipeline": pipeline, "next_pass": before, "chain": sites[0].chain}
     return None
 

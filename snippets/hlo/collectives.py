@@ -6,9 +6,7 @@ import dataclasses
 import math
 import re
 
-from find_barriers.loops import run_counts
-from find_barriers.program import read_hlo
-from find_barriers.shapes import ARRAY_SHAPE, shape_bytes
+from find_barriers import array_shapes, read_hlo, run_counts, shape_bytes
 from snippets.ring_model import ring_bytes_per_rank
 
 
@@ -34,7 +32,7 @@ COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "coll
 @dataclasses.dataclass(frozen=True)
 class Collective:
     """A collective in a compiled module: what each rank sends each time it runs, under the ring
-    model, and ``trips``, how many times it runs per execution of the module (see :func:`~find_barriers.loops.run_counts`)."""
+    model, and ``trips``, how many times it runs per execution of the module (see :func:`~find_barriers.run_counts`)."""
 
     kind: str
     shape: str
@@ -51,7 +49,7 @@ class Collective:
 def collectives(hlo_text: str) -> list[Collective]:
     """The collectives of a module with their result shape, ranks, bytes sent per rank and trips."""
     program = read_hlo(hlo_text)
-    count = run_counts(program, unknown=1)
+    count = run_counts(program, unknown=1)  # a loop of unknown trip count taken as running once
     found = []
     for comp, insts in program.computations.items():
         for inst in insts:
@@ -60,7 +58,8 @@ def collectives(hlo_text: str) -> list[Collective]:
                 continue
             shape = inst.shape
             if inst.opcode.endswith("-start") and kind in ("all-gather", "collective-permute"):
-                shape = list(ARRAY_SHAPE.finditer(shape))[-1][0]  # async start: (operand, result)
+                dtype, dims = array_shapes(shape)[-1]  # async start: (operand, result)
+                shape = f"{dtype}[{','.join(map(str, dims))}]"
             ranks = 2 if kind == "collective-permute" else group_size(inst.attributes)
             sent = ring_bytes_per_rank(kind, shape_bytes(shape), ranks)
             found.append(Collective(kind, shape, ranks, sent, count(comp)))

@@ -7,9 +7,7 @@ from __future__ import annotations
 import math
 import re
 
-from find_barriers.cost import measured_copy_bytes
-from find_barriers.program import read_hlo
-from find_barriers.shapes import array_shapes, shape_bytes
+from find_barriers import array_shapes, measured_copy_bytes, read_hlo, shape_bytes
 
 
 def entry_copies(compiled: str) -> list[str]:

@@ -1,11 +1,31 @@
-"""Counts a guide reports: opcodes, ``Sharding`` calls, relayouts, kernel-order dots, dot FLOPs."""
+"""Counts a guide reports: opcodes, ``Sharding`` calls, the kernel's sites, relayouts, kernel-order
+dots, dot FLOPs."""
 
 from __future__ import annotations
 
 import math
 
-from find_barriers.program import Instruction, attribute_dims, instructions, is_sharding_call
-from find_barriers.shapes import array_shapes, elements, has_dims, layout
+from find_barriers import (
+    Instruction,
+    TransposeSite,
+    array_shapes,
+    attribute_dims,
+    elements,
+    find_sites,
+    instructions,
+    is_sharding_call,
+    read_hlo,
+)
+from snippets.hlo.layouts import has_dims, layout
+
+
+def kernel_sites(hlo_text: str, dims: tuple[int, ...]) -> list[TransposeSite]:
+    """find-barriers' sites of a module whose transpose has the kernel's sizes ``dims``."""
+    return [
+        site
+        for site in find_sites(read_hlo(hlo_text))
+        if sorted(array_shapes(site.shape)[0][1]) == sorted(dims)
+    ]
 
 
 def opcode_counts(hlo_text: str, *opcodes: str) -> dict[str, int]:

@@ -21,9 +21,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from find_barriers.program import read_hlo
-from find_barriers.rules import WEIGHT_GRADIENT, rule_of
-from find_barriers.sites import find_sites
+from find_barriers import RULES, find_sites, read_hlo, rule_of
 
 RECORD = Path(__file__).with_name("field_record.json")
 """Where ``nox -s field`` records the field, which the MaxText guide renders.
@@ -120,7 +118,7 @@ def kept_dump(folder: Path, name: str) -> str:
 
 def find_barriers_facts(before: str) -> dict[str, Any]:
     """What find-barriers says of the module JAX hands XLA: its blocked sites by rule, their
-    estimated relayout-copy and lost reduce-scatter bytes a step (:mod:`find_barriers.cost`),
+    estimated relayout-copy and lost reduce-scatter bytes a step (:class:`find_barriers.Cost`),
     the parameters blocked, and its exit status with ``--min-bytes 1`` (a weight gradient the
     estimate prices at nothing does not fail)."""
     sites = [site for site in find_sites(read_hlo(before)) if site.blocked]
@@ -178,5 +176,5 @@ def field_rows(record: dict) -> list[dict[str, Any]]:
 
 def _costs(site) -> bool:
     """Whether a blocked site fails the check with ``--min-bytes 1``."""
-    unpriced = rule_of(site) is not WEIGHT_GRADIENT or site.cost is None
+    unpriced = rule_of(site) is not RULES["FB001"] or site.cost is None
     return unpriced or site.cost.bytes >= 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from find_barriers.shapes import array_shapes, elements
+from find_barriers import array_shapes, elements
 from snippets.devices import ShardMode
 from snippets.hlo.collectives import collectives
 from snippets.hlo.gradients import entry_at

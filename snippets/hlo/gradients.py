@@ -7,15 +7,17 @@ import math
 import re
 from collections.abc import Sequence
 
-from find_barriers.program import (
+from find_barriers import (
     Instruction,
+    array_shapes,
     attribute_dims,
     callees,
+    elements_of,
     instructions,
     read_hlo,
     tuple_index,
 )
-from find_barriers.shapes import array_shapes, elements_of, layout
+from snippets.hlo.layouts import layout
 
 
 def _called(inst: Instruction, comps: dict[str, list[Instruction]]) -> list[Instruction]:

@@ -19,15 +19,12 @@ from typing import Any
 
 from pydantic import model_validator
 
-from find_barriers.frames import readable
-from find_barriers.program import instructions
-from find_barriers.shapes import shape_bytes
-from find_barriers.sites import TransposeSite
+from find_barriers import TransposeSite, instructions, readable, shape_bytes
+from find_barriers.jax import lowered_sites, output_names
 from snippets.devices import MESH_DEVICES, SHARD_MODES, pick_devices
 from snippets.hlo.causal_control import site_fates
 from snippets.hlo.counts import sharding_call_count
 from snippets.hlo.gradients import parameter_relayouts
-from snippets.hlo.lowered import lowered_sites, output_names
 from snippets.hlo.programs import compiled_text
 from snippets.lowering import MESH_AXES, MeshName, mesh_shape
 from snippets.support.cli import SetupError

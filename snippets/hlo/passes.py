@@ -6,9 +6,7 @@ from __future__ import annotations
 import re
 from typing import TypedDict
 
-from find_barriers.program import instructions, read_hlo
-from find_barriers.shapes import array_shapes
-from find_barriers.sites import find_sites, value_source
+from find_barriers import array_shapes, find_sites, instructions, read_hlo, value_source
 
 _DUMP_NAME = re.compile(r"^module_\d+\.[^.]+\.(?P<index>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<after>[^.]+)\.before_(?P<before>[^.]+)\.txt$")  # fmt: skip
 

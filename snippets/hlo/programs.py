@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jax
 
-from snippets.hlo.lowered import output_names
+from find_barriers.jax import output_names
 from snippets.lowering import Step, StepConfig, build_step
 from snippets.support.cli import SetupError
 

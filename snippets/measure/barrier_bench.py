@@ -1,4 +1,4 @@
-"""How long :func:`snippets.hlo.lowered.lowered_sites` takes at a real model's scale, against the
+"""How long :func:`find_barriers.jax.lowered_sites` takes at a real model's scale, against the
 lowering it reads, and how long the command line takes on that model's XLA dump directory.
 
 By default MaxText's decoder at llama2-7b's shape, explicit mode, on 4 simulated devices: after a
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import jax
 
-from find_barriers.dumps import BEFORE
+from find_barriers import BEFORE
+from find_barriers.jax import lowered_sites
 from snippets.devices import MESH_DEVICES, SHARD_MODES, setup_devices
-from snippets.hlo.lowered import lowered_sites
 from snippets.hlo.maxtext_decoder import DecoderConfig, lower_decoder
 from snippets.support.cli import Parser, positive_int, reported
 from snippets.support.tables import print_report
@@ -42,7 +42,7 @@ def write_dump(lowered: jax.stages.Lowered, directory: str) -> Path:
 
 
 _CHECK_WITH_PEAK = """import sys
-from find_barriers.cli import main
+from find_barriers import main
 try:
     main(sys.argv[1:])
 finally:

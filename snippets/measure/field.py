@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
 
-from find_barriers.cost import measured_copy_bytes
+from find_barriers import measured_copy_bytes
 from snippets.hlo.compiled import entry_copies, reduce_scatters, relayout_traffic
 from snippets.hlo.field import (
     RECORD,

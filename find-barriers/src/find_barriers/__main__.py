@@ -7,7 +7,7 @@ FLOOR = (3, 10)
 
 
 def main(argv=None):  # no annotations: this module must be read by any Python 3
-    """Check the Python, then run the command line (:func:`find_barriers.cli.main`)."""
+    """Check the Python, then run the command line (:func:`find_barriers.main`)."""
     if sys.version_info < FLOOR:
         found = ".".join(map(str, sys.version_info[:3]))
         sys.stderr.write(
@@ -15,7 +15,7 @@ def main(argv=None):  # no annotations: this module must be read by any Python 3
             f"is Python {found} ({sys.executable}); install it under a newer Python\n"
         )
         raise SystemExit(2)
-    from find_barriers.cli import main as run  # noqa: PLC0415 - only once the Python is known
+    from find_barriers._cli import main as run  # noqa: PLC0415 - only once the Python is known
 
     run(argv)
 
