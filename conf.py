@@ -65,7 +65,7 @@ napoleon_numpy_docstring = False  # Google style only
 nitpicky = True  # a cross-reference to nothing is a warning, so the -W build fails on it
 nitpick_ignore_regex = [
     # Types from other projects: no intersphinx, the build stays offline.
-    ("py:class", r"(collections|typing|pathlib|argparse|subprocess|jax|jaxlib|flax)\..*"),
+    ("py:class", r"(collections|typing|os|pathlib|argparse|subprocess|jax|jaxlib|flax)\..*"),
     ("py:class", r"(numpy|optax|matplotlib|orbax|pydantic)\..*"),
     # What autodoc prints of snippets.support.config.PositiveInt's Annotated[int, Field(...)] metadata.
     ("py:class", r"\w+=.*|Strict|Ge|FieldInfo"),

@@ -9,7 +9,7 @@ from flax import nnx
 from jax.sharding import AxisType
 from jax.sharding import PartitionSpec as P
 
-from find_barriers import find_sites, read_hlo
+from snippets.hlo.counts import kernel_sites
 from snippets.kernel_order_grad import auto_axes_dot_general, kernel_order_dot_general
 from snippets.lm_head import KERNEL_ORDER, DenseGeneral
 
@@ -88,7 +88,7 @@ def _explicit_grad_hlo(head, out_sharding=BATCH):
 
 @pytest.mark.needs_devices(2)
 def test_the_custom_vjp_writes_the_weight_gradient_without_a_transpose():
-    sites = find_sites(read_hlo(_explicit_grad_hlo(HEADS["custom_vjp"])), (EMB, VOCAB))
+    sites = kernel_sites(_explicit_grad_hlo(HEADS["custom_vjp"]), (EMB, VOCAB))
     assert sites == []
 
 
@@ -96,14 +96,14 @@ def test_the_custom_vjp_writes_the_weight_gradient_without_a_transpose():
 @pytest.mark.parametrize("out_sharding", [BATCH, None], ids=["given", "inferred"])
 def test_auto_axes_leaves_the_dot_feeding_its_transpose(out_sharding):
     head = HEADS["auto_axes"]
-    sites = find_sites(read_hlo(_explicit_grad_hlo(head, out_sharding)), (EMB, VOCAB))
+    sites = kernel_sites(_explicit_grad_hlo(head, out_sharding), (EMB, VOCAB))
     assert [site.verdict for site in sites] == ["foldable"]
 
 
 @pytest.mark.needs_devices(2)
 def test_the_plain_dot_keeps_the_barrier():
     """The control: without either head, explicit mode puts a Sharding call in between."""
-    sites = find_sites(read_hlo(_explicit_grad_hlo(lambda x, k, s: x @ k)), (EMB, VOCAB))
+    sites = kernel_sites(_explicit_grad_hlo(lambda x, k, s: x @ k), (EMB, VOCAB))
     assert [site.verdict for site in sites] == ["blocked"]
 
 

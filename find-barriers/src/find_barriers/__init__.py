@@ -18,6 +18,7 @@ if sys.version_info >= (3, 10):  # noqa: UP036 - an older one is told what to in
     from find_barriers._loops import run_counts
     from find_barriers._program import (
         Frame,
+        HloProgram,
         Instruction,
         Program,
         Value,
@@ -41,6 +42,7 @@ if sys.version_info >= (3, 10):  # noqa: UP036 - an older one is told what to in
         "Cost",
         "Finding",
         "Frame",
+        "HloProgram",
         "Instruction",
         "Module",
         "Placement",

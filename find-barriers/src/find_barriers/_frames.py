@@ -26,7 +26,7 @@ wraps ``jax.lax.with_sharding_constraint`` once imported."""
 
 def readable(frame: Frame | None) -> str | None:
     """A frame as ``file:line`` where a reader finds it: from its package where installed, else from
-    the root of the project the working directory is in (:func:`project_root`), else whole.
+    the root of the project the working directory is in (the nearest folder up with a ``pyproject.toml`` or ``.git``), else whole.
 
     >>> readable(Frame("/venv/lib/python3.12/site-packages/flax/nnx/nn/linear.py", 422))
     'flax/nnx/nn/linear.py:422'

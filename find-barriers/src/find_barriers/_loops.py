@@ -78,7 +78,7 @@ def run_counts(program: Program, unknown: int) -> Callable[[str], int]: ...
 def run_counts(program: Program, unknown: None = None) -> Callable[[str], int | None]: ...
 def run_counts(program: Program, unknown: int | None = None) -> Callable[[str], int | None]:
     """How many times a computation runs per execution of the entry (once for the entry, or with no
-    caller): summed over its callers, the caller's count times the loop's :func:`trip_count` where a
+    caller): summed over its callers, the caller's count times the loop's trip count where a
     loop calls it (one more for its condition; ``unknown`` where unknown, None then propagating)."""
 
     @functools.cache

@@ -275,7 +275,7 @@ def mapped(path: str, path_map: Sequence[tuple[str, str]]) -> str:
 
 def read_hlo(hlo_text: str, path_map: Sequence[tuple[str, str]] = ()) -> HloProgram:
     """Read HLO text once: computations, the entry, the stack-frame tables if printed (each
-    recorded path mapped by ``path_map``, as :func:`mapped` says), the donated parameters; a line
+    recorded path mapped by ``path_map``, a whole folder name at a time), the donated parameters; a line
     cut off mid-instruction is an error naming its number, StableHLO is refused, and
     instructions outside any computation go under the name ``""``."""
     if MLIR.search(hlo_text, 0, 100_000):

@@ -15,7 +15,7 @@ DOCS_URL = "https://shard-perf-docs.readthedocs.io/en/latest/"
 @dataclasses.dataclass(frozen=True)
 class Rule:
     """A kind of finding: its ID and name (as ruff writes them), what it means, what to do, and
-    the guide section that shows the fix (a path under :data:`DOCS_URL`)."""
+    the guide section that shows the fix (a path under the guides' address)."""
 
     code: str
     name: str

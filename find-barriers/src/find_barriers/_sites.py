@@ -116,7 +116,7 @@ class TransposeSite:
 
     @property
     def by_position(self) -> bool:
-        """Whether the module names the parameter only by a position (:data:`POSITION`)."""
+        """Whether the module names the parameter only by a position in a flattened state (``model.states[0][32]``)."""
         return self.parameter is not None and POSITION.match(self.parameter) is not None
 
     @property
