@@ -46,9 +46,11 @@ def lowered_sites(lowered: jax.stages.Lowered) -> list[TransposeSite]:
     ``output`` names the parameter the site's value reaches (:func:`output_names`), and
     ``print(site)`` gives the line find-barriers prints for it."""
     names = output_names(lowered)
-    return [
-        dataclasses.replace(
-            site, output=names[site.output] if isinstance(site.output, int) else site.output
-        )
-        for site in find_sites(StableHLOProgram(lowered.compiler_ir()))
-    ]
+    return [_named(site, names) for site in find_sites(StableHLOProgram(lowered.compiler_ir()))]
+
+
+def _named(site: TransposeSite, names: list[str]) -> TransposeSite:
+    """``site`` with the output it reaches named from ``names`` (:func:`output_names`)."""
+    if not isinstance(site.output, int):
+        return site
+    return dataclasses.replace(site, output=names[site.output])

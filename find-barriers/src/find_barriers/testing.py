@@ -21,7 +21,7 @@ from find_barriers._formats.text import fixes, site_lines
 from find_barriers._rules import parse_codes, rule_of
 from find_barriers._stablehlo import StableHLOProgram
 from find_barriers._vocabulary import Status
-from find_barriers.jax import output_names
+from find_barriers.jax import _named, output_names
 
 if TYPE_CHECKING:
     import jax
@@ -41,15 +41,8 @@ def _checked(
         min_bytes,
     )
     names = output_names(lowered)
-    return dataclasses.replace(
-        checked,
-        findings=[
-            Finding(dataclasses.replace(f.site, output=names[f.site.output]), f.status)
-            if isinstance(f.site.output, int)
-            else f
-            for f in checked.findings
-        ],
-    )
+    findings = [Finding(_named(f.site, names), f.status) for f in checked.findings]
+    return dataclasses.replace(checked, findings=findings)
 
 
 def assert_no_blocked_folds(
