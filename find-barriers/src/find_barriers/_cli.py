@@ -5,7 +5,6 @@ on the folds a ``Sharding`` call blocks."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 import traceback
@@ -175,8 +174,8 @@ def run(args: argparse.Namespace) -> int:
     status = int(failing and not args.exit_zero)
     # --verbose lists a module without sites when named as a file, or when asked
     listed = (item.module.path for item in result.modules if item.findings or args.all_modules)
-    options = Options(status, args.strict_baseline, args.quiet, args.verbose)
-    options = dataclasses.replace(options, shown=frozenset({*listed, *args.paths}))
+    shown = frozenset({*listed, *args.paths})
+    options = Options(status, args.strict_baseline, args.quiet, args.verbose, shown)
     output = FORMATS[args.format](result, options)
     if output:
         print(output)
