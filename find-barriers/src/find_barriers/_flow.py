@@ -33,7 +33,7 @@ _ENTERED = CALLS | _BRANCHES | {"while"}
 
 class _Unfollowed:
     def __repr__(self) -> str:
-        return "UNFOLLOWED"
+        return "UNFOLLOWED"  # pragma: no mutate
 
 
 UNFOLLOWED = _Unfollowed()
@@ -85,10 +85,8 @@ class Flow:
             return [user.name]
         if opcode == "tuple":
             return [(user.name, index)]
-        if opcode in _ENTERED and (opcode not in _BRANCHES or index > 0):
+        if opcode in _ENTERED:  # a branch's operand 0, its index or predicate, enters none
             return self.entered(user, index, None)
-        if opcode in _BRANCHES:
-            return []  # the branch index or predicate
         if opcode == "custom-call":
             if not hands_on(user):
                 return [UNFOLLOWED]
@@ -183,7 +181,7 @@ class Flow:
                 total = Reach(
                     frozenset(n for n in after if isinstance(n, int)), UNFOLLOWED in after
                 )
-                for item in filter(_is_value, after):
+                for item in after:  # an output or UNFOLLOWED is no value: reached has none
                     total |= self.reached.get(item, Reach())  # none yet: a loop back to it
                 self.reached[value] = total
             elif value not in self.reached and value not in waiting:

@@ -58,8 +58,12 @@ def no_fold(
     if order != swap:
         shown = ",".join(map(str, order))
         return f"the transpose moves more than the last two dimensions ({{{shown}}})"
+    held = {dot.name, *(op.name for op in chain)}
     for value in (dot, *chain):  # with the calls gone, the dot's users are all of these
-        forwards = value.opcode in ("get-tuple-element", "tuple")
-        if not forwards and (users := len(program.users(value.name))) > 1:
+        users = len(program.users(value.name))  # a tuple's: those that read it whole
+        if value.opcode == "tuple":  # and those that get an element holding the dot's value
+            elements = [i for i, name in enumerate(value.operands) if name in held]
+            users += sum(len(program.users((value.name, i))) for i in elements)
+        if users > 1:
             return f"the {value.opcode} has {users} users"  # pragma: no mutate
     return None
