@@ -185,9 +185,10 @@ ENTRY main {
 
 
 def test_a_loops_state_reaches_its_result_and_its_condition_reaches_nothing():
+    """The condition's result decides the loop; it is no part of the loop's result."""
     flow = Flow(read_hlo(LOOPS))
     assert flow.reach("x") == Reach(frozenset({1}))
-    assert flow.reach("bound") == Reach()
+    assert (flow.reach("bound"), flow.reach("lt")) == (Reach(), Reach())
 
 
 TWO_LOOPS = LOOPS.replace("ROOT loop =", "loop =").removesuffix("}\n") + (
@@ -246,3 +247,10 @@ ENTRY main {
 
 def test_a_combined_all_reduce_carries_each_operand_in_its_own_element():
     assert (reach(COMBINED, "x"), reach(COMBINED, "y")) == (Reach(), Reach(frozenset({0})))
+
+
+@pytest.mark.parametrize("names", ["", ", to_apply=twice, calls=drop"])
+def test_a_call_that_names_no_computation_or_two_is_not_followed(names):
+    """An edited module's call: which computation gives its result is not known."""
+    text = CALLS.replace("call(z), to_apply=twice", f"call(z){names}")
+    assert reach(text, "z") == Reach(unfollowed=True)
