@@ -44,6 +44,7 @@ ENTRY main {
 
 
 def test_a_dot_a_value_reaches_twice_over_is_read_once_and_outputs_are_not_followed():
+    """An add of the value with itself reaches the dot twice: it is listed once."""
     flow = Flow(read_hlo(DIAMOND))
     assert [(dot.name, index) for dot, index in flow.dots_reading("x")] == [("d", 0)]
 
@@ -94,6 +95,7 @@ ENTRY main {
 
 
 def test_a_conditional_of_one_branch_carries_its_operand_and_not_its_index():
+    """The operand enters the only branch and leaves as the conditional's result."""
     assert reach(CONDITIONAL, "x") == Reach(frozenset({0}))
     assert reach(CONDITIONAL, "i") == Reach()
 
@@ -153,6 +155,7 @@ def test_a_call_gives_back_only_what_its_computation_returns_of_each_operand():
 
 
 def test_a_value_reaching_a_calls_result_twice_over_gives_the_call_once():
+    """Each place a value goes next is listed once, however many paths lead there."""
     assert Flow(read_hlo(CALLS)).onward("z") == ["c2"]
 
 
@@ -224,6 +227,7 @@ ENTRY main {
 
 
 def test_a_computation_a_custom_call_applies_gives_its_result_to_an_unfollowed_use():
+    """What a custom call does with its computation's result is not known."""
     assert reach(KERNEL, "kv") == Reach(unfollowed=True)
 
 
@@ -246,6 +250,7 @@ ENTRY main {
 
 
 def test_a_combined_all_reduce_carries_each_operand_in_its_own_element():
+    """A tuple-shaped all-reduce gives operand i as element i, which is followed alone."""
     assert (reach(COMBINED, "x"), reach(COMBINED, "y")) == (Reach(), Reach(frozenset({0})))
 
 

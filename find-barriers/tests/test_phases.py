@@ -72,6 +72,7 @@ def test_a_name_that_begins_with_the_modules_scope_is_whole_any_other_follows_it
 
 
 def test_without_a_module_name_a_name_that_begins_with_jit_is_whole():
+    """With no name to compare, ``jit(...)`` first marks a whole name."""
     unnamed = NESTED.removeprefix("HloModule jit_step\n")
     assert phases_of(unnamed) == {"whole": FORWARD, "relative": FORWARD, "bare": BACKWARD}
 
