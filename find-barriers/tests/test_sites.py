@@ -164,3 +164,161 @@ def test_find_sites_of_anything_but_a_program_says_what_to_pass():
             find_sites(value)
     with pytest.raises(TypeError, match=r"find_barriers\.jax\.lowered_sites\(lowered\) for a jax"):
         find_sites(Lowered())
+
+
+CHAIN = """
+ENTRY main {
+  x = f32[2,3]{1,0} parameter(0)
+  w = f32[3,4]{1,0} parameter(1)
+  d = f32[2,4]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  BETWEEN
+  ROOT t = f32[4,2]{0,1} transpose(READ), dimensions={1,0}
+}
+"""
+"""A dot and a transpose of what ``BETWEEN`` makes of it, named ``READ``."""
+
+
+@pytest.mark.parametrize(
+    ("between", "read", "expected"),
+    [
+        ("c1 = f32[2,4]{1,0} copy(d)\n  c2 = f32[2,4]{1,0} copy(c1)", "c2", ("copy", "copy")),
+        (
+            "k = (f32[2,4]{1,0}, f32[2,3]{1,0}) tuple(d, x)\n  e = f32[2,4]{1,0} get-tuple-element(k), index=0",
+            "e",
+            ("get-tuple-element", "tuple"),
+        ),
+        (
+            "k = (f32[2,4]{1,0}) tuple(d)\n  e = f32[2,4]{1,0} get-tuple-element(k), index=0",
+            "e",
+            ("get-tuple-element", "tuple"),
+        ),
+    ],
+)
+def test_a_dot_is_followed_through_copies_and_into_the_tuple_element_read(between, read, expected):
+    """Each pass-through op stands between, and a tuple, of one element or more, is followed into
+    the element read."""
+    (site,) = find_sites(read_hlo(CHAIN.replace("BETWEEN", between).replace("READ", read)))
+    assert (site.dot, site.between) == ("d", expected)
+
+
+@pytest.mark.parametrize(
+    ("between", "read"), [("c = f32[2,4]{1,0} copy(d)", ""), ("c = f32[2,4]{1,0} copy()", "c")]
+)
+def test_an_op_with_no_operand_ends_the_search_for_a_dot(between, read):
+    assert find_sites(read_hlo(CHAIN.replace("BETWEEN", between).replace("READ", read))) == []
+
+
+PARAMETERS = """
+HloModule jit_step
+
+ENTRY main {
+  x = f32[2,3]{1,0} parameter(0)
+  w = f32[3,4]{1,0} parameter(1)
+  g = f32[2,4]{1,0} parameter(2)
+  y = f32[2,4]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="jit(step)/dot_general"}
+  ty = f32[4,2]{0,1} transpose(y), dimensions={1,0}
+  d = f32[4,3]{1,0} dot(g, x), lhs_contracting_dims={0}, rhs_contracting_dims={0}, metadata={op_name="jit(step)/transpose(jvp())/dot_general"}
+  t = f32[3,4]{0,1} transpose(d), dimensions={1,0}
+  ROOT out = f32[4,2]{0,1} copy(ty)
+}
+"""
+"""A forward dot ``y`` of ``x`` and ``w``, and the backward dot ``d`` of ``g`` and ``x``: the
+gradient of ``w``, which no output reaches."""
+
+
+def test_a_parameter_is_looked_for_in_the_backward_pass_only():
+    """The backward dot is the gradient of the parameter its forward dot reads, reaching no output;
+    the forward dot, whose operand the backward dot reads beside ``g``, is no parameter's."""
+    sites = by_transpose(PARAMETERS)
+    assert (sites["t"].parameter, str(sites["t"].role), sites["t"].output) == (
+        "w",
+        "weight gradient",
+        None,
+    )
+    assert (sites["ty"].parameter, str(sites["ty"].role)) == (None, "forward")
+
+
+ORDER = """
+HloModule jit_step
+
+FileNames
+1 "/home/me/model.py"
+2 ""
+
+FunctionNames
+1 "a"
+2 "b"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=5 end_line=5 column=1 end_column=2}
+2 {file_name_id=1 function_name_id=2 line=5 end_line=5 column=1 end_column=2}
+3 {file_name_id=2 line=0 end_line=0 column=1 end_column=2}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=0}
+2 {file_location_id=2 parent_frame_id=0}
+3 {file_location_id=3 parent_frame_id=0}
+
+
+ENTRY main {
+  x = f32[2,3]{1,0} parameter(0)
+  w = f32[3,4]{1,0} parameter(1)
+  d1 = f32[2,4]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="q" stack_frame_id=1}
+  t1 = f32[4,2]{0,1} transpose(d1), dimensions={1,0}
+  d2 = f32[2,4]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="p" stack_frame_id=2}
+  t2 = f32[4,2]{0,1} transpose(d2), dimensions={1,0}
+  d3 = f32[2,4]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="D" stack_frame_id=3}
+  t3 = f32[4,2]{0,1} transpose(d3), dimensions={1,0}
+  d4 = f32[2,4]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  t4 = f32[4,2]{0,1} transpose(d4), dimensions={1,0}
+  ROOT out = f32[2,3]{1,0} copy(x)
+}
+"""
+"""Four sites no output reaches, printed in the reverse of their order: ``t1`` and ``t2`` at one
+file and line (in two functions), ``t3`` at a file with no name, line 0, and ``t4`` with no
+source and no op name."""
+
+
+def test_sites_without_an_output_are_ordered_by_file_and_line_then_op_name():
+    """No source sorts as file "" line 0; the function is no key; no op name sorts first."""
+    assert [site.transpose for site in find_sites(read_hlo(ORDER))] == ["t4", "t3", "t2", "t1"]
+
+
+TRIPS = """
+HloModule jit_step
+
+ENTRY main {
+  x = f32[2,3]{1,0} parameter(0)
+  w = f32[3,4]{1,0} parameter(1)
+  d = f32[2,4]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="jit(step)/dot_general"}
+  td = f32[4,2]{0,1} transpose(d), dimensions={1,0}
+  init = (f32[2,3]{1,0}, f32[3,4]{1,0}) tuple(x, w)
+  ROOT loop = (f32[2,3]{1,0}, f32[3,4]{1,0}) while(init), condition=cond, body=body
+}
+
+body {
+  p = (f32[2,3]{1,0}, f32[3,4]{1,0}) parameter(0)
+  a = f32[2,3]{1,0} get-tuple-element(p), index=0
+  b = f32[3,4]{1,0} get-tuple-element(p), index=1
+  e = f32[2,4]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="jit(step)/dot_general"}
+  te = f32[4,2]{0,1} transpose(e), dimensions={1,0}
+  ROOT r = (f32[2,3]{1,0}, f32[3,4]{1,0}) tuple(a, b)
+}
+
+cond {
+  c = (f32[2,3]{1,0}, f32[3,4]{1,0}) parameter(0)
+  ROOT k = pred[] constant(true)
+}
+"""
+"""The same forward dot and transpose twice, once in the entry and once in a loop of a trip
+count no one can read."""
+
+
+def test_sites_alike_but_for_their_trips_put_an_unknown_count_first():
+    sites = find_sites(read_hlo(TRIPS))
+    assert [(site.transpose, site.trips) for site in sites] == [("te", None), ("td", 1)]
+
+
+def test_a_site_that_runs_once_has_no_loop_count_on_its_line():
+    site = TransposeSite("t", "f32[2,8]", "d", ("Sharding",), "f32[8,2]")
+    assert str(site).endswith("  dot f32[8,2] -> Sharding -> transpose f32[2,8]")

@@ -68,7 +68,9 @@ def _group(text: str) -> tuple[list[str], int]:
         if depth == 1 and char == ",":
             parts.append(text[start:index])
             start = index + 1
-    raise ValueError(f"Unbalanced brackets in HLO line: {text[:80]!r}")
+    raise ValueError(
+        f"Unbalanced brackets in HLO line: {text[:80]!r}"  # pragma: no mutate
+    )
 
 
 def parse_instruction(line: str) -> Instruction | None:
@@ -87,7 +89,7 @@ def parse_instruction(line: str) -> Instruction | None:
         end = _group(rest)[1] + 1 if rest.startswith("(") else rest.find(" ")
         shape, rest = rest[:end], rest[end:].lstrip()
         opcode = rest.partition("(")[0]
-        if end < 0 or opcode == rest:
+        if opcode == rest:  # no operand list; one cut off (``add(``) is an error below
             return None
         parts, close = _group(rest[len(opcode) :])
         attributes = rest[len(opcode) + close + 1 :]
@@ -290,8 +292,7 @@ def read_hlo(hlo_text: str, path_map: Sequence[tuple[str, str]] = ()) -> HloProg
             table[int(key)] = value.strip('"')
             continue
         table = tables.get(line.strip())
-        is_header = line.rstrip().endswith("{") and " = " not in line.partition("(")[0]
-        if is_header and (header := _COMPUTATION.match(line)):
+        if line.rstrip().endswith("{") and (header := _COMPUTATION.match(line)):
             current = header["name"]
             found[current] = []
             entry = current if header["entry"] else entry
@@ -299,7 +300,9 @@ def read_hlo(hlo_text: str, path_map: Sequence[tuple[str, str]] = ()) -> HloProg
         try:
             inst = parse_instruction(line)
         except ValueError:
-            raise ValueError(f"line {number} is not a whole instruction: {line[:60]!r}") from None
+            raise ValueError(
+                f"line {number} is not a whole instruction: {line[:60]!r}"  # pragma: no mutate
+            ) from None
         if inst is not None:
             found.setdefault(current, []).append(inst)
     if "#" in hlo_text:
@@ -331,7 +334,7 @@ def _add_element_reads(computations: dict[str, list[Instruction]]) -> None:
         if reads:
             missing = min(name for names in reads.values() for name in names)
             raise ValueError(
-                f"{missing} reads an element of {missing.rpartition('#')[0]}, which is not a tuple here"
+                f"{missing} reads an element of {missing.rpartition('#')[0]}, which is not a tuple here"  # pragma: no mutate
             )
         computations[comp] = found
 

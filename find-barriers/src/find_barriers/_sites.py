@@ -155,7 +155,7 @@ def value_source(
         if current.opcode == "get-tuple-element" and source is not None:
             if source.opcode not in ("tuple", "all-reduce"):
                 return chain, source  # a call's or a loop's result is made there
-            if len(source.operands) > 1:
+            if source.operands:
                 chain.append(source)
                 source = by_name.get(source.operands[tuple_index(current)])
         current = source
@@ -246,7 +246,6 @@ def _updated(program: Program, reach: Reach) -> Instruction | None:
 def _site_order(site: TransposeSite) -> tuple:
     """Weight gradients first, by output, then the rest by source line: an order that does not
     depend on how a program was printed (XLA prints instructions in an order of its own)."""
-    output = -1 if site.output is None else site.output
     where = tuple(site.source or ("", 0))[:2]
     shapes = (site.dot_shape, site.shape, site.between, site.trips or 0)
-    return (site.output is None, output, *where, site.op_name or "", *shapes)
+    return (site.output is None, site.output, *where, site.op_name or "", *shapes)

@@ -1,0 +1,75 @@
+"""One run of the check through its API: each blocked site's status, modules dumped twice, and
+what accepting every new site leaves."""
+
+import shutil
+from collections import Counter
+
+from conftest import DATA
+from find_barriers._check import check, check_module
+from find_barriers._dumps import Module, read_module
+from find_barriers._program import read_hlo
+from find_barriers._vocabulary import Placement, Status
+
+
+def statuses(findings) -> list:
+    return [finding.status for finding in findings]
+
+
+def test_a_blocked_site_of_no_estimated_cost_is_new_by_default():
+    """With no ``min_bytes``, a site estimated at 0 bytes (in a loop) still fails the check."""
+    scanned = DATA / "scanned.hlo.txt"
+    (checked,) = check([str(scanned)]).modules
+    alone = check_module(read_module(str(scanned)), Counter())
+    assert {site.cost.bytes for site in checked.sites if site.cost} == {0}
+    assert len(checked.new) == len(alone.new) == 3
+
+
+CONSTRAINED_GRADIENT = """
+HloModule jit_step
+
+ENTRY main {
+  x = f32[2,3]{1,0} parameter(0)
+  w = f32[3,4]{1,0} parameter(1)
+  g = f32[2,4]{1,0} parameter(2)
+  y = f32[2,4]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="jit(step)/dot_general"}
+  d = f32[4,3]{1,0} dot(g, x), lhs_contracting_dims={0}, rhs_contracting_dims={0}, metadata={op_name="jit(step)/transpose(jvp())/dot_general"}
+  s = f32[4,3]{1,0} custom-call(d), custom_call_target="Sharding", sharding={replicated}, metadata={op_name="jit(step)/transpose(jvp())/sharding_constraint"}
+  t = f32[3,4]{0,1} transpose(s), dimensions={1,0}
+  u = f32[3,4]{1,0} subtract(w, t)
+  ROOT out = (f32[2,4]{1,0}, f32[3,4]{1,0}) tuple(y, u)
+}
+"""
+"""The weight gradient of ``w``, blocked by the user's own ``with_sharding_constraint``."""
+
+
+def test_min_bytes_leaves_a_constraints_site_new():
+    """Only a weight gradient of FB001 falls below ``min_bytes``; a site of FB002, priced too,
+    stays new."""
+    module = Module("step.hlo.txt", read_hlo(CONSTRAINED_GRADIENT))
+    (finding,) = check_module(module, Counter(), min_bytes=10**12).findings
+    assert (finding.site.placed_by, finding.site.cost is not None) == (Placement.CONSTRAINT, True)
+    assert finding.status is Status.NEW
+
+
+def test_a_module_dumped_twice_is_checked_once(tmp_path):
+    first, second = tmp_path / "a.hlo.txt", tmp_path / "b.hlo.txt"
+    shutil.copy(DATA / "constrained.hlo.txt", first)
+    shutil.copy(first, second)
+    once, twice = check([str(first), str(second)]).modules
+    assert (twice.module.same_as, twice.findings) == (str(first), [])
+    assert once.findings
+
+
+def test_accepting_all_accepts_the_new_sites_only():
+    """Written into a baseline, each new site is accepted; an ignored one, or one nothing blocks,
+    keeps its status, and the result names the baseline."""
+    result = check(
+        [str(DATA / "linen_remat.hlo.txt"), str(DATA / "scanned_fixed.hlo.txt")],
+        ignored=frozenset({"FB003"}),
+    )
+    before = [statuses(item.findings) for item in result.modules]
+    accepted = result.accepting_all("b.json")
+    assert accepted.baseline == "b.json"
+    after = [statuses(item.findings) for item in accepted.modules]
+    assert after == [[Status.ACCEPTED if s is Status.NEW else s for s in each] for each in before]
+    assert {Status.NEW, Status.IGNORED, None} <= {s for each in before for s in each}
