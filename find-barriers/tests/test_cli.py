@@ -1,6 +1,8 @@
 """The command line's contract, as ruff's: exit status 0 (nothing new), 1 (new blocked sites) or
 2 (any error, one ``error:`` line), and its options."""
 
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -11,6 +13,7 @@ from hlo_texts import NO_TUPLE_INDEX
 import find_barriers
 from conftest import MODEL, PROJECTION_LINES, SHARED_DOT_LINE, THREE_LAYER_LINES
 from find_barriers import __main__ as entry
+from find_barriers._cli import main
 from find_barriers._rules import RULES
 
 
@@ -72,6 +75,7 @@ def test_quiet_prints_the_findings_one_a_line_as_ruff_does(data, run):
     assert lines[0].startswith(f"{MODEL}:{THREE_LAYER_LINES[0]}: FB001 ")
     assert lines[0].endswith(f"(via {MODEL}:{SHARED_DOT_LINE})")
     assert run(data / "scanned_fixed.hlo.txt", "--quiet") == (0, "", "")
+    assert run(data / "three_layers.hlo.txt", "-q") == (status, out, "")
 
 
 def test_ignored_rules_are_not_findings(data, run):
@@ -135,6 +139,7 @@ BAD = {
     "no such file": (lambda d, t: [t / "nowhere.txt"], "nowhere.txt: no such file"),
     "an empty file": (lambda d, t: [write(t, "e.txt", "")], "the file is empty"),
     "a binary file": (lambda d, t: [write(t, "b.pb", b"\x08\x00\x12")], "a binary file"),
+    "a file not UTF-8": (lambda d, t: [write(t, "l.txt", b"HloModule \xff\n")], "a binary file"),
     "StableHLO text": (
         lambda d, t: [write(t, "m.mlir", "module @jit_f {\n  func.func public @main() {\n")],
         "StableHLO/MLIR text, not HLO",
@@ -165,6 +170,10 @@ BAD = {
     "a directory without a module": (
         lambda d, t: [t],
         "no *.before_optimizations.txt module in it",
+    ),
+    "a directory without a module, with --module": (
+        lambda d, t: [t, "--module", "jit_train_step"],
+        "no *.before_optimizations.txt module in it",  # not: none whose name matches
     ),
     "a module cut off after a line": (
         lambda d, t: [write(t, "cut.txt", cut_off(d / "constrained.hlo.txt").rpartition("\n")[0])],
@@ -276,6 +285,7 @@ def test_an_old_python_is_one_error_line_and_exit_2(monkeypatch, capsys):
     assert err.startswith(
         "error: find-barriers needs Python 3.10 or newer, and this is Python 3.9.18"
     )
+    assert f"Python 3.9.18 ({sys.executable})" in err  # major, minor and micro: no more
     assert err.count("\n") == 1
 
 
@@ -287,6 +297,67 @@ def test_a_closed_pipe_ends_quietly_and_not_with_1(data):
     with child.stderr:
         stderr = child.stderr.read()
     assert (child.wait(), stderr) == (141, b"")
+
+
+class ClosedPipe:
+    """Standard output whose reader went away, on a file's descriptor."""
+
+    def __init__(self, file):
+        self.file = file
+
+    def write(self, _text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self):
+        pass
+
+    def fileno(self):
+        return self.file.fileno()
+
+
+def test_a_reader_gone_in_process_is_status_141_and_what_is_written_later_goes_nowhere(
+    data, tmp_path, monkeypatch
+):
+    """Standard output's descriptor is pointed at the null device, so exiting writes nothing."""
+    with (tmp_path / "out").open("wb") as file:
+        monkeypatch.setattr(sys, "stdout", ClosedPipe(file))
+        with pytest.raises(SystemExit) as exit_info:
+            main([str(data / "scanned.hlo.txt")])
+        os.write(file.fileno(), b"at exit")
+    assert (exit_info.value.code, (tmp_path / "out").read_bytes()) == (141, b"")
+
+
+def test_an_interrupt_is_status_130_as_a_shell_gives_it(data, run, monkeypatch):
+    def interrupted(program, dims=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("find_barriers._check.find_sites", interrupted)
+    assert run(data / "constrained.hlo.txt")[:2] == (130, "")
+
+
+def test_usage_names_the_command_as_installed_under_python_dash_m_too(run, monkeypatch):
+    monkeypatch.setattr(
+        sys, "argv", ["/venv/lib/python3.12/site-packages/find_barriers/__main__.py"]
+    )
+    status, out, _ = run("--help")
+    assert (status, out.split()[:2]) == (0, ["usage:", "find-barriers"])
+
+
+def test_verbose_lists_the_sites_of_each_module_a_directory_holds(data, run, tmp_path):
+    """Not only modules named as files: the fixed dump's foldable sites, from its directory."""
+    directory = dump_directory(data, tmp_path, "scanned_fixed.hlo.txt")
+    status, out, _ = run(directory, "--verbose")
+    assert (status, out.count("foldable  ")) == (0, 3)
+
+
+def test_writing_a_baseline_reports_it_as_the_runs_baseline_with_every_site_accepted(
+    data, run, tmp_path
+):
+    baseline = tmp_path / "baseline.json"
+    status, out, _ = run(data / "scanned.hlo.txt", "--write-baseline", baseline, "--format", "json")
+    document = json.loads(out)
+    statuses = [site["status"] for module in document["modules"] for site in module["sites"]]
+    assert (status, document["baseline"], statuses) == (0, str(baseline), ["accepted"] * 3)
 
 
 def test_python_dash_m_is_the_console_script(data):

@@ -51,7 +51,7 @@ def parser() -> Parser:
     """The command line's options."""
     found = Parser(
         prog="find-barriers",
-        description=f"{__doc__.split(':', 1)[1].strip()} {HOW_TO_GET_HLO}.",
+        description=f"{__doc__.split(':', 1)[1].strip()} {HOW_TO_GET_HLO}.",  # pragma: no mutate
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -93,7 +93,7 @@ def parser() -> Parser:
         type=nonnegative,
         default=0,
         metavar="N",  # pragma: no mutate
-        help="fail on a blocked weight gradient only if its estimated cost is N bytes a step or "
+        help="fail on a blocked weight gradient only if its estimated cost is N bytes a step or "  # pragma: no mutate
         "more (default 0: every one; 1: any cost)",  # pragma: no mutate
     )
     add(
@@ -131,7 +131,7 @@ def parser() -> Parser:
         default=[],
         type=path_pair,
         metavar="RECORDED=LOCAL",  # pragma: no mutate
-        help="read recorded paths under RECORDED as under LOCAL (a dump made elsewhere)",
+        help="read recorded paths under RECORDED as under LOCAL (a dump made elsewhere)",  # pragma: no mutate
     )
     add(
         "--debug",

@@ -97,7 +97,7 @@ def _program(path: str, text: str, path_map: Sequence[tuple[str, str]] = ()) -> 
         raise ValueError(f"{path}: {error}; is the file cut off?") from None
     if not program.computations:
         raise ValueError(f"{path}: no HLO instruction in it; {HOW_TO_GET_HLO}")
-    if text.rstrip().rsplit("\n", 1)[-1].strip() != "}":
+    if text.rstrip().rpartition("\n")[2].strip() != "}":
         raise ValueError(f"{path}: cut off, it ends inside a computation; dump it again")
     if not program.entry:
         raise ValueError(f"{path}: no ENTRY computation, so no whole module; {HOW_TO_GET_HLO}")
