@@ -7,6 +7,7 @@ import re
 
 import jsonschema
 import pytest
+from test_wording import AT_A_COLON
 
 import find_barriers
 from conftest import MODEL, THREE_LAYER_LINES
@@ -113,3 +114,11 @@ def test_github_annotations_sit_at_the_layers_lines_titled_by_rule(data, run):
     assert found[0]["title"] == "find-barriers FB001 (blocked-weight-gradient)%3A jit_train_step"
     assert "Fix: produce this weight gradient in the kernel" in found[0]["message"]
     assert RULES["FB001"].url in found[0]["message"]
+
+
+def test_json_keeps_a_colon_in_a_frames_file(run, tmp_path):
+    """A user's frame in ``my:pkg/train.py``: the file is all before the last colon."""
+    path = tmp_path / "at_a_colon.hlo.txt"
+    path.write_text(AT_A_COLON)
+    (site,) = json.loads(run(path, "--format", "json")[1])["modules"][0]["sites"]
+    assert site["user_stack"] == [{"file": "my:pkg/train.py", "line": 58, "function": "<module>"}]

@@ -139,7 +139,7 @@ class Costs:
     def _stacked(self, value: str) -> bool:
         """Whether the gradient goes through a loop on its way to the outputs: made in a loop's
         body (a scanned layer), or carried into one (gradient accumulation)."""
-        return any(self._looped(self.program.owner.get(name, "")) for name in self._onward(value))
+        return any(self._looped(self.program.owner[name]) for name in self._onward(value))
 
     def _looped(self, comp: str) -> bool:
         """Whether ``comp`` is a loop's body or condition, or is called from one."""
@@ -221,9 +221,9 @@ def _written_minor_most(transpose: Instruction, rank: int) -> int | None:
 
 
 def elements_of_name(program: Program, name: str) -> int:
-    """How many elements value ``name`` holds; -1 where the program has no such instruction."""
-    inst = program.by_name.get(name)
-    return elements(inst.shape) if inst else -1
+    """How many elements value ``name`` holds (every value :class:`Flow` gives is an
+    instruction's)."""
+    return elements(program.by_name[name].shape)
 
 
 def measured_copy_bytes(compiled: str) -> int:
