@@ -27,7 +27,7 @@ HOW_TO_GET_HLO = (
     "XLA_FLAGS='--xla_dump_to=DIR --xla_dump_hlo_as_text', or lowered.as_text(dialect=\"hlo\")"
 )
 MLIR = re.compile(
-    r"^\s*(module\b|func\.func\b|#loc\d* = |%\S+ = \"?(stablehlo|sdy|func)\.)", re.MULTILINE
+    r"^[^\S\n]*(module\b|func\.func\b|#loc\d* = |%\S+ = \"?(stablehlo|sdy|func)\.)", re.MULTILINE
 )
 """Lines only MLIR has: StableHLO, what ``lowered.as_text()`` gives by default."""
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")  # debug_info's tables
