@@ -36,8 +36,8 @@ def trip_count(loop: Instruction, program: Program) -> int | None:
     direction = found[1]
     counter, bound = (behind(name, by_name) for name in compare.operands)
     if _constant(counter) is not None:  # ``bound > counter`` is ``counter < bound``
-        counter, bound = bound, counter
-        direction = {"GT": "LT", "GE": "LE"}.get(direction, direction)
+        counter, bound = bound, counter  # (``bound < counter`` is ``counter > bound``: not read)
+        direction = {"GT": "LT", "GE": "LE", "NE": "NE"}.get(direction)
     index = state_element(counter, by_name)
     if index is None or index >= min(len(state.operands), len(step.operands)):
         return None

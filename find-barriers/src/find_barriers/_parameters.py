@@ -91,7 +91,7 @@ class Parameters:
         operands = callers[0][1].operands
         return operands[index] if 0 <= index < len(operands) else None
 
-    def _element(self, name: str, index: int, sliced: bool = False) -> str | None:
+    def _element(self, name: str, index: int, sliced: bool) -> str | None:
         """The value that element ``index`` of tuple ``name`` holds, where the module says: a
         ``tuple``'s operand, an optimisation barrier's, a passing custom call's or a call's; for a
         loop's state or result, the value the loop started with, if its body passes that element on
