@@ -148,6 +148,12 @@ BAD = {
         lambda d, t: [write(t, "c.txt", "HloModule m, is_scheduled=true\nENTRY e {\n}\n")],
         "a compiled (scheduled) module",
     ),
+    "a parameter with no number": (
+        lambda d, t: [
+            write(t, "p.txt", "HloModule m\nENTRY e {\n  ROOT p = f32[2] parameter()\n}\n")
+        ],
+        "line 3: a parameter with no number",
+    ),
     "a cut-off module": (
         lambda d, t: [write(t, "cut.txt", cut_off(d / "constrained.hlo.txt"))],
         "cut off",

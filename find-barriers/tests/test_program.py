@@ -127,6 +127,13 @@ def test_a_line_cut_off_as_its_operand_list_opens_is_an_error():
             read_hlo(f"ENTRY %main {{\n  %a = f32[2] parameter(0)\n{cut}\n}}")
 
 
+@pytest.mark.parametrize("operand", ["", "w", "%p"])
+def test_a_parameter_with_no_number_is_an_error_naming_its_line(operand):
+    """A parameter is found by its number, so one without is refused where it is read."""
+    with pytest.raises(ValueError, match="line 2: a parameter with no number"):
+        read_hlo(f"ENTRY %main {{\n  ROOT %a = f32[2] parameter({operand})\n}}")
+
+
 def _wide_tuple(elements: int) -> str:
     """A tuple shape of ``elements`` arrays as XLA prints a long one: ``/*index=5*/`` every fifth
     element, and one comma written without its space."""

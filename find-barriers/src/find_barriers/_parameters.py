@@ -85,7 +85,7 @@ class Parameters:
         program = self.program
         comp = program.owner.get(parameter.name, program.entry)
         callers = program.callers_of(comp) if comp != program.entry else []
-        index = int(parameter.operands[0]) if parameter.operands[0].isdigit() else -1
+        index = int(parameter.operands[0])  # read_hlo refuses a parameter with no number
         if len(callers) != 1 or callers[0][1].opcode not in CALLS:
             return None
         operands = callers[0][1].operands

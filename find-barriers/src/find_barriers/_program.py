@@ -247,7 +247,7 @@ class HloProgram:
             (comp, int(inst.operands[0])): inst.name
             for comp, insts in self.computations.items()
             for inst in insts
-            if inst.opcode == "parameter" and inst.operands and inst.operands[0].isdigit()
+            if inst.opcode == "parameter"
         }
 
 
@@ -303,8 +303,13 @@ def read_hlo(hlo_text: str, path_map: Sequence[tuple[str, str]] = ()) -> HloProg
             raise ValueError(
                 f"line {number} is not a whole instruction: {line[:60]!r}"  # pragma: no mutate
             ) from None
-        if inst is not None:
-            found.setdefault(current, []).append(inst)
+        if inst is None:
+            continue
+        if inst.opcode == "parameter" and not (inst.operands and inst.operands[0].isdigit()):
+            raise ValueError(
+                f"line {number}: a parameter with no number: {line[:60]!r}"  # pragma: no mutate
+            )
+        found.setdefault(current, []).append(inst)
     if "#" in hlo_text:
         _add_element_reads(found)
     module = _MODULE.match(hlo_text)
