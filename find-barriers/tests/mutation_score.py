@@ -4,7 +4,8 @@ Reads mutmut's results in ``mutants/`` (run it from ``find-barriers/``, as ``nox
 does) and prints, for each module, the mutants the tests killed out of those mutmut made, and the
 survivors that ``tests/equivalent_mutants.txt`` does not list as equivalent (``--survivors``
 names each). A timeout counts as a kill: the mutant made the tests hang. Exits 1 when a listed
-equivalent mutant is no longer one mutmut made, so the list cannot go stale.
+equivalent mutant is no longer one mutmut made, or the tests kill it (an edit renumbered the
+mutants, or a test now tells it apart), so the list cannot go stale.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     untested_by_module: dict[str, int] = {}
     for module, codes in modules.items():
         killed = sum(code in KILLED for code in codes.values())
-        same = sum(name in equivalent for name in codes)
+        same = sum(name in equivalent and code not in KILLED for name, code in codes.items())
         untested_by_module[module] = sum(code is None for code in codes.values())
         pending += untested_by_module[module]
         survivors += [n for n, c in codes.items() if c is not None and c not in KILLED]
@@ -78,11 +79,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(survivors)} survivors not listed as equivalent, {pending} mutants not yet tested")
     if options.survivors:
         print("\n".join(survivors))
-    stale = sorted(equivalent - made)
-    if stale:
-        print(f"listed as equivalent but not made by mutmut: {', '.join(stale)}", file=sys.stderr)
-        return 1
-    return 0
+    killed = {name for codes in modules.values() for name, code in codes.items() if code in KILLED}
+    stale = [
+        f"listed as equivalent but {why}: {', '.join(names)}"
+        for why, names in (
+            ("not made by mutmut", sorted(equivalent - made)),
+            ("killed by the tests", sorted(equivalent & killed)),
+        )
+        if names
+    ]
+    print("\n".join(stale), file=sys.stderr)
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":
