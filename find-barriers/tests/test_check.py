@@ -5,6 +5,7 @@ import shutil
 from collections import Counter
 
 from conftest import DATA
+from find_barriers import _baseline as baseline
 from find_barriers._check import check, check_module
 from find_barriers._dumps import Module, read_module
 from find_barriers._program import read_hlo
@@ -73,3 +74,15 @@ def test_accepting_all_accepts_the_new_sites_only():
     after = [statuses(item.findings) for item in accepted.modules]
     assert after == [[Status.ACCEPTED if s is Status.NEW else s for s in each] for each in before]
     assert {Status.NEW, Status.IGNORED, None} <= {s for each in before for s in each}
+
+
+def test_a_site_the_baseline_accepts_is_accepted_below_min_bytes_too(tmp_path):
+    """The baseline match comes first: an accepted site under ``min_bytes`` uses up its entry,
+    so nothing is stale."""
+    scanned = str(DATA / "scanned.hlo.txt")
+    file = tmp_path / "baseline.json"
+    (checked,) = check([scanned]).modules
+    baseline.write(str(file), [(checked.module, site) for site in checked.new])
+    result = check([scanned], baseline_file=str(file), min_bytes=1)
+    assert set(statuses(result.modules[0].findings)) - {None} == {Status.ACCEPTED}
+    assert result.stale == []

@@ -401,3 +401,21 @@ def test_path_map_reads_a_dump_made_elsewhere_as_this_checkouts(data, run, tmp_p
     lines = mapped[1].splitlines()
     assert [line.split(": ")[0] for line in lines] == [f"model.py:{n}" for n in THREE_LAYER_LINES]
     assert lines[0].endswith(f"(via model.py:{SHARED_DOT_LINE})")
+
+
+def test_verbose_lists_a_module_without_sites_only_when_named_as_a_file_or_asked(run, tmp_path):
+    """Named on the command line, a module of no sites is listed under ``--verbose``; found in a
+    directory, only with ``--all-modules``."""
+    text = "HloModule m\n\nENTRY main {\n  ROOT p = f32[2]{0} parameter(0)\n}\n"
+    path = write(tmp_path, "module_0000.jit_m.before_optimizations.txt", text)
+
+    def listed(*argv) -> bool:
+        status, out, _ = run(*argv, "--verbose")
+        assert status == 0
+        return any(line.startswith(f"{path}: 0 ") for line in out.splitlines())
+
+    assert (listed(path), listed(tmp_path), listed(tmp_path, "--all-modules")) == (
+        True,
+        False,
+        True,
+    )

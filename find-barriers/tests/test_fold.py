@@ -129,3 +129,23 @@ def test_a_tuple_between_hides_no_other_reader_of_the_dots_value(other, verdict)
     reads the dot: a second reader keeps the transpose; the tuple's other element does not."""
     ops = [*TUPLED, *([other] if other else [])]
     assert site_of(between(*ops, last="e")).verdict is verdict
+
+
+def test_a_tuple_element_holding_a_value_between_counts_its_readers():
+    """The tuple holds the ``Sharding`` call's result, not the dot's: a second reader of that
+    element still reads the dot's value and keeps the transpose."""
+    sharded = SHARDING.replace("(c)", "(d)")
+    tupled = [sharded, *(op.replace("tuple(d, a)", "tuple(s, a)") for op in TUPLED)]
+    assert site_of(between(*tupled, last="e")).verdict is Verdict.BLOCKED
+    second = "e2 = f32[16,32]{1,0} get-tuple-element(p), index=0"
+    assert site_of(between(*tupled, second, last="e")).verdict is Verdict.KEPT
+
+
+def test_the_side_with_more_than_one_non_contracting_dimension_is_the_one_named():
+    """Each side is read with its own attributes: a wide rhs is named as the rhs."""
+    wide = between(COPY, last="c").replace(
+        "f32[8,32]{1,0} parameter(1)", "f32[8,4,8]{2,1,0} parameter(1)"
+    )
+    reason = site_of(wide).no_fold
+    assert "rhs" in reason
+    assert "lhs" not in reason

@@ -4,6 +4,7 @@ loop, and the edited modules that name nothing (and raise nothing)."""
 
 import pytest
 
+from find_barriers import Role, find_sites
 from find_barriers._parameters import Parameters
 from find_barriers._program import read_hlo
 
@@ -389,3 +390,24 @@ def test_a_value_made_by_nothing_the_module_holds_has_no_origin(lines):
 
 def test_a_gradient_of_a_value_the_module_does_not_hold_names_no_parameter():
     assert named(edited(STEP, ("dot(x, g)", "dot(gone, g)"))) is None
+
+
+STORED_TRANSPOSED = """HloModule jit_step
+
+ENTRY main {
+  w = f32[8,4]{1,0} parameter(0)
+  x = f32[2,4]{1,0} parameter(1)
+  g = f32[2,8]{1,0} parameter(2)
+  y = f32[2,8]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  d = f32[8,4]{1,0} dot(g, x), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  s = f32[8,4]{1,0} custom-call(d), custom_call_target="Sharding", sharding={replicated}
+  t = f32[4,8]{0,1} transpose(s), dimensions={1,0}
+  ROOT out = (f32[2,8]{1,0}, f32[4,8]{1,0}) tuple(y, t)
+}
+"""
+"""A kernel ``w`` stored as 8 by 4, whose gradient's transpose comes out 4 by 8."""
+
+
+def test_a_kernel_stored_transposed_is_the_parameter_of_a_gradient_of_its_sizes_in_another_order():
+    (site,) = find_sites(read_hlo(STORED_TRANSPOSED))
+    assert (site.parameter, site.role) == ("w", Role.WEIGHT_GRADIENT)

@@ -322,3 +322,45 @@ def test_sites_alike_but_for_their_trips_put_an_unknown_count_first():
 def test_a_site_that_runs_once_has_no_loop_count_on_its_line():
     site = TransposeSite("t", "f32[2,8]", "d", ("Sharding",), "f32[8,2]")
     assert str(site).endswith("  dot f32[8,2] -> Sharding -> transpose f32[2,8]")
+
+
+LINES_AGAINST_NAMES = """
+HloModule jit_step
+
+ENTRY main {
+  x = f32[2,3]{1,0} parameter(0)
+  w = f32[3,4]{1,0} parameter(1)
+  d1 = f32[2,4]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="b" source_file="m.py" source_line=1}
+  t1 = f32[4,2]{0,1} transpose(d1), dimensions={1,0}
+  d2 = f32[2,4]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="a" source_file="m.py" source_line=2}
+  t2 = f32[4,2]{0,1} transpose(d2), dimensions={1,0}
+  ROOT out = f32[2,3]{1,0} copy(x)
+}
+"""
+"""Two sites no output reaches: ``t1`` on the earlier line, ``t2`` of the earlier op name."""
+
+
+def test_the_source_line_orders_sites_before_the_op_name():
+    """The op name breaks a tie of file and line only."""
+    assert [site.transpose for site in find_sites(read_hlo(LINES_AGAINST_NAMES))] == ["t1", "t2"]
+
+
+SITES_CHAIN = """HloModule m
+
+ENTRY main {
+  a = f32[8,16]{1,0} parameter(0)
+  b = f32[8,32]{1,0} parameter(1)
+  d = f32[16,32]{1,0} dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  s = f32[16,32]{1,0} custom-call(d), custom_call_target="Sharding", sharding={replicated}
+  c = f32[16,32]{0,1} copy(s)
+  ROOT t = f32[32,16]{0,1} transpose(c), dimensions={1,0}
+}
+"""
+"""A dot, then a ``Sharding`` call, then a copy, then the transpose."""
+
+
+def test_a_sites_chain_reads_in_data_flow_order():
+    """``between`` lists the op nearest the transpose first; the chain runs from the dot."""
+    (site,) = find_sites(read_hlo(SITES_CHAIN))
+    assert site.between == ("copy", "Sharding")
+    assert site.chain == "dot f32[16,32] -> Sharding -> copy -> transpose f32[32,16]"
