@@ -301,7 +301,7 @@ body {
   a = f32[2,3]{1,0} get-tuple-element(p), index=0
   b = f32[3,4]{1,0} get-tuple-element(p), index=1
   e = f32[2,4]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="jit(step)/dot_general"}
-  te = f32[4,2]{0,1} transpose(e), dimensions={1,0}
+  tl = f32[4,2]{0,1} transpose(e), dimensions={1,0}
   ROOT r = (f32[2,3]{1,0}, f32[3,4]{1,0}) tuple(a, b)
 }
 
@@ -316,7 +316,7 @@ count no one can read."""
 
 def test_sites_alike_but_for_their_trips_put_an_unknown_count_first():
     sites = find_sites(read_hlo(TRIPS))
-    assert [(site.transpose, site.trips) for site in sites] == [("te", None), ("td", 1)]
+    assert [(site.transpose, site.trips) for site in sites] == [("tl", None), ("td", 1)]
 
 
 def test_a_site_that_runs_once_has_no_loop_count_on_its_line():
