@@ -232,3 +232,24 @@ ENTRY main {
 """
 """An LM head's weight gradient, blocked, updated with two moments as Adam does, the kernel
 sharded four ways on its embedding dimension (``EMB``, written in before reading)."""
+
+
+DOT_THEN_TRANSPOSE = """HloModule m
+
+ENTRY main {
+  a = f32[8,16]{1,0} parameter(0)
+  b = f32[8,32]{1,0} parameter(1)
+  d = f32[16,32]{1,0} dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+OPS
+  ROOT t = f32[32,16]{0,1} transpose(LAST), dimensions={1,0}
+}
+"""
+"""A dot and a transpose, with the ops ``OPS`` between: :func:`dot_then_transpose` fills it in."""
+
+
+def dot_then_transpose(*ops: str, last: str) -> str:
+    """:data:`DOT_THEN_TRANSPOSE` with ``ops`` between the dot and the transpose, which reads
+    ``last``."""
+    return DOT_THEN_TRANSPOSE.replace("OPS", "\n".join(f"  {op}" for op in ops)).replace(
+        "LAST", last
+    )

@@ -88,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         if names
     ]
-    print("\n".join(stale), file=sys.stderr)
+    if stale:
+        print("\n".join(stale), file=sys.stderr)
     return 1 if stale else 0
 
 

@@ -4,30 +4,16 @@ the dot's operands, the transpose's order, and who else reads the dot's value.""
 from __future__ import annotations
 
 import pytest
+from hlo_texts import dot_then_transpose
 
 from find_barriers import Verdict, find_sites, read_hlo
 from find_barriers._fold import no_fold
 from find_barriers._program import parse_instruction
 
-BETWEEN = """HloModule m
-
-ENTRY main {
-  a = f32[8,16]{1,0} parameter(0)
-  b = f32[8,32]{1,0} parameter(1)
-  d = f32[16,32]{1,0} dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}
-OPS
-  ROOT t = f32[32,16]{0,1} transpose(LAST), dimensions={1,0}
-}
-"""
-
 
 def site_of(text: str):
     (site,) = find_sites(read_hlo(text))
     return site
-
-
-def between(*ops: str, last: str) -> str:
-    return BETWEEN.replace("OPS", "\n".join(f"  {op}" for op in ops)).replace("LAST", last)
 
 
 COPY = "c = f32[16,32]{0,1} copy(d)"
@@ -47,12 +33,12 @@ SHARDING = (
 )
 def test_a_copy_or_bitcast_between_leaves_the_fold_to_the_dot(ops, last, verdict):
     """A copy or bitcast changes nothing the simplifier looks at; a reshape does."""
-    assert site_of(between(*ops, last=last)).verdict is verdict
+    assert site_of(dot_then_transpose(*ops, last=last)).verdict is verdict
 
 
 def test_a_custom_call_other_than_sharding_between_keeps_the_transpose():
     """Only the ``Sharding`` calls are taken away: any other custom call still stands between."""
-    program = read_hlo(between(COPY, last="c"))
+    program = read_hlo(dot_then_transpose(COPY, last="c"))
     kernel = parse_instruction('k = f32[16,32]{1,0} custom-call(d), custom_call_target="Kernel"')
     transpose, dot = program.by_name["t"], program.by_name["d"]
     sharding = parse_instruction(SHARDING.replace("(c)", "(d)"))
@@ -91,7 +77,7 @@ def test_a_transpose_folds_only_when_it_swaps_the_last_two_dimensions(order, sha
 def test_a_dot_operand_the_module_does_not_hold_is_judged_by_the_other_side():
     """A cut-out module: an operand with no instruction has an unknown rank, so only the other
     side's count of non-contracting dimensions decides."""
-    unknown = between(COPY, last="c").replace("  a = f32[8,16]{1,0} parameter(0)\n", "")
+    unknown = dot_then_transpose(COPY, last="c").replace("  a = f32[8,16]{1,0} parameter(0)\n", "")
     assert site_of(unknown).verdict is Verdict.FOLDABLE
     wide = unknown.replace("f32[8,32]{1,0} parameter(1)", "f32[8,4,8]{2,1,0} parameter(1)")
     assert site_of(wide).verdict is Verdict.KEPT
@@ -99,7 +85,7 @@ def test_a_dot_operand_the_module_does_not_hold_is_judged_by_the_other_side():
 
 def test_a_sparse_dots_third_operand_is_not_a_side():
     """A sparse dot reads its sparsity metadata as a third operand: the two sides decide alone."""
-    sparse = between(COPY, last="c").replace(
+    sparse = dot_then_transpose(COPY, last="c").replace(
         "dot(a, b), lhs_contracting_dims={0}",
         "dot(a, b, meta), lhs_contracting_dims={0}",
     )
@@ -128,7 +114,7 @@ def test_a_tuple_between_hides_no_other_reader_of_the_dots_value(other, verdict)
     """With the tuple forwarded, whoever reads its element, the element got, or the tuple whole
     reads the dot: a second reader keeps the transpose; the tuple's other element does not."""
     ops = [*TUPLED, *([other] if other else [])]
-    assert site_of(between(*ops, last="e")).verdict is verdict
+    assert site_of(dot_then_transpose(*ops, last="e")).verdict is verdict
 
 
 def test_a_tuple_element_holding_a_value_between_counts_its_readers():
@@ -136,14 +122,14 @@ def test_a_tuple_element_holding_a_value_between_counts_its_readers():
     element still reads the dot's value and keeps the transpose."""
     sharded = SHARDING.replace("(c)", "(d)")
     tupled = [sharded, *(op.replace("tuple(d, a)", "tuple(s, a)") for op in TUPLED)]
-    assert site_of(between(*tupled, last="e")).verdict is Verdict.BLOCKED
+    assert site_of(dot_then_transpose(*tupled, last="e")).verdict is Verdict.BLOCKED
     second = "e2 = f32[16,32]{1,0} get-tuple-element(p), index=0"
-    assert site_of(between(*tupled, second, last="e")).verdict is Verdict.KEPT
+    assert site_of(dot_then_transpose(*tupled, second, last="e")).verdict is Verdict.KEPT
 
 
 def test_the_side_with_more_than_one_non_contracting_dimension_is_the_one_named():
     """Each side is read with its own attributes: a wide rhs is named as the rhs."""
-    wide = between(COPY, last="c").replace(
+    wide = dot_then_transpose(COPY, last="c").replace(
         "f32[8,32]{1,0} parameter(1)", "f32[8,4,8]{2,1,0} parameter(1)"
     )
     reason = site_of(wide).no_fold

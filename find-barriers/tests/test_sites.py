@@ -4,7 +4,7 @@ outputs, parameters and the user's line."""
 import dataclasses
 
 import pytest
-from hlo_texts import FRAMES, LOOP, SHORTHAND_LOOP, SITES
+from hlo_texts import FRAMES, LOOP, SHORTHAND_LOOP, SITES, dot_then_transpose
 
 from find_barriers._flow import Flow
 from find_barriers._frames import layer_lines, readable, user_frames
@@ -166,29 +166,20 @@ def test_find_sites_of_anything_but_a_program_says_what_to_pass():
         find_sites(Lowered())
 
 
-CHAIN = """
-ENTRY main {
-  x = f32[2,3]{1,0} parameter(0)
-  w = f32[3,4]{1,0} parameter(1)
-  d = f32[2,4]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  BETWEEN
-  ROOT t = f32[4,2]{0,1} transpose(READ), dimensions={1,0}
-}
-"""
-"""A dot and a transpose of what ``BETWEEN`` makes of it, named ``READ``."""
-
-
 @pytest.mark.parametrize(
     ("between", "read", "expected"),
     [
-        ("c1 = f32[2,4]{1,0} copy(d)\n  c2 = f32[2,4]{1,0} copy(c1)", "c2", ("copy", "copy")),
+        (("c1 = f32[16,32]{1,0} copy(d)", "c2 = f32[16,32]{1,0} copy(c1)"), "c2", ("copy", "copy")),
         (
-            "k = (f32[2,4]{1,0}, f32[2,3]{1,0}) tuple(d, x)\n  e = f32[2,4]{1,0} get-tuple-element(k), index=0",
+            (
+                "k = (f32[16,32]{1,0}, f32[8,16]{1,0}) tuple(d, a)",
+                "e = f32[16,32]{1,0} get-tuple-element(k), index=0",
+            ),
             "e",
             ("get-tuple-element", "tuple"),
         ),
         (
-            "k = (f32[2,4]{1,0}) tuple(d)\n  e = f32[2,4]{1,0} get-tuple-element(k), index=0",
+            ("k = (f32[16,32]{1,0}) tuple(d)", "e = f32[16,32]{1,0} get-tuple-element(k), index=0"),
             "e",
             ("get-tuple-element", "tuple"),
         ),
@@ -197,15 +188,15 @@ ENTRY main {
 def test_a_dot_is_followed_through_copies_and_into_the_tuple_element_read(between, read, expected):
     """Each pass-through op stands between, and a tuple, of one element or more, is followed into
     the element read."""
-    (site,) = find_sites(read_hlo(CHAIN.replace("BETWEEN", between).replace("READ", read)))
+    (site,) = find_sites(read_hlo(dot_then_transpose(*between, last=read)))
     assert (site.dot, site.between) == ("d", expected)
 
 
 @pytest.mark.parametrize(
-    ("between", "read"), [("c = f32[2,4]{1,0} copy(d)", ""), ("c = f32[2,4]{1,0} copy()", "c")]
+    ("between", "read"), [("c = f32[16,32]{1,0} copy(d)", ""), ("c = f32[16,32]{1,0} copy()", "c")]
 )
 def test_an_op_with_no_operand_ends_the_search_for_a_dot(between, read):
-    assert find_sites(read_hlo(CHAIN.replace("BETWEEN", between).replace("READ", read))) == []
+    assert find_sites(read_hlo(dot_then_transpose(between, last=read))) == []
 
 
 PARAMETERS = """
@@ -345,17 +336,11 @@ def test_the_source_line_orders_sites_before_the_op_name():
     assert [site.transpose for site in find_sites(read_hlo(LINES_AGAINST_NAMES))] == ["t1", "t2"]
 
 
-SITES_CHAIN = """HloModule m
-
-ENTRY main {
-  a = f32[8,16]{1,0} parameter(0)
-  b = f32[8,32]{1,0} parameter(1)
-  d = f32[16,32]{1,0} dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}
-  s = f32[16,32]{1,0} custom-call(d), custom_call_target="Sharding", sharding={replicated}
-  c = f32[16,32]{0,1} copy(s)
-  ROOT t = f32[32,16]{0,1} transpose(c), dimensions={1,0}
-}
-"""
+SITES_CHAIN = dot_then_transpose(
+    's = f32[16,32]{1,0} custom-call(d), custom_call_target="Sharding", sharding={replicated}',
+    "c = f32[16,32]{0,1} copy(s)",
+    last="c",
+)
 """A dot, then a ``Sharding`` call, then a copy, then the transpose."""
 
 
