@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from find_barriers._program import HOW_TO_GET_HLO, MLIR, Program, read_hlo
+from find_barriers._program import HOW_TO_GET_HLO, Program, read_hlo
 
 BEFORE = ".before_optimizations.txt"
 _SCHEDULED = re.compile(r"^HloModule [^\n]*\bis_scheduled=true", re.MULTILINE)
@@ -85,8 +85,6 @@ def _program(path: str, text: str, path_map: Sequence[tuple[str, str]] = ()) -> 
     """HLO text read as a module (its recorded paths mapped by ``path_map``, as
     :func:`~find_barriers.read_hlo` does); a ValueError where it is not the module JAX
     hands XLA."""
-    if MLIR.search(text, 0, 100_000):
-        raise ValueError(f"{path}: StableHLO/MLIR text, not HLO; {HOW_TO_GET_HLO}")
     if _SCHEDULED.search(text, 0, 100_000):
         raise ValueError(
             f"{path}: a compiled (scheduled) module, after XLA's passes; pass {_before(Path(path))}"
@@ -94,7 +92,7 @@ def _program(path: str, text: str, path_map: Sequence[tuple[str, str]] = ()) -> 
     try:
         program = read_hlo(text, path_map)
     except ValueError as error:
-        raise ValueError(f"{path}: {error}; is the file cut off?") from None
+        raise ValueError(f"{path}: {error}") from None
     if not program.computations:
         raise ValueError(f"{path}: no HLO instruction in it; {HOW_TO_GET_HLO}")
     if text.rstrip().rpartition("\n")[2].strip() != "}":

@@ -301,7 +301,7 @@ def read_hlo(hlo_text: str, path_map: Sequence[tuple[str, str]] = ()) -> HloProg
             inst = parse_instruction(line)
         except ValueError:
             raise ValueError(
-                f"line {number} is not a whole instruction: {line[:60]!r}"  # pragma: no mutate
+                f"line {number} is not a whole instruction: {line[:60]!r}; is the text cut off?"  # pragma: no mutate
             ) from None
         if inst is None:
             continue
