@@ -28,7 +28,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict:
     found: dict = {}
     for mode in ("explicit", "auto"):
         out = tmp_path_factory.mktemp(mode)
-        step = build_step(StepConfig(mode=mode))
+        step = build_step(StepConfig(mode=mode, emb=128))
         lowered = step.lower()
         dumps = {
             "xla_dump_to": str(out),
@@ -79,7 +79,7 @@ def test_a_dump_exits_1_with_a_blocked_fold_and_0_without(files, capsys, mode, s
         "  FB001 blocked   snippets/lm_head.py:" if status else "        foldable  snippets/"
     )
     assert line.endswith(
-        f"weight gradient of {PARAMETER}  dot f32[256,64] {between} transpose f32[64,256]"
+        f"weight gradient of {PARAMETER}  dot f32[256,128] {between} transpose f32[128,256]"
     )
     assert len(details) == 2 * status  # a blocked site: its bytes and caller, then its rule's fix
     assert all(

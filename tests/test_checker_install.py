@@ -105,7 +105,7 @@ def test_it_runs_and_checks_a_dump_under_each_older_python(installed, tmp_path):
     command = installed["bin"] / "find-barriers"
     version = subprocess.run([command, "--version"], capture_output=True, text=True, check=False)
     assert (version.returncode, version.stdout.startswith("find-barriers ")) == (0, True)
-    dump = CHECKER / "tests" / "data" / "scanned.hlo.txt"
+    dump = CHECKER / "tests" / "data" / "three_layers.hlo.txt"
     # a local snippets/ folder on the path, as in a clone of this site, changes nothing
     (tmp_path / "snippets").mkdir()
     (tmp_path / "snippets" / "__init__.py").write_text("raise ImportError('not this one')\n")

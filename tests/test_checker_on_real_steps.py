@@ -42,14 +42,19 @@ def test_maxtexts_scanned_layers_have_every_weight_gradient_named_and_counted(ma
     layers = [s for s in weights if "['layers']" in (s.parameter or "")]
     assert all(s.parameter and s.parameter.startswith("params['decoder']") for s in weights)
     assert {s.trips for s in layers} == {2}  # once per scanned layer
-    mlp = {s.parameter.split("['mlp']")[1] for s in layers if s.blocked}
+    mlp = {s.parameter.split("['mlp']")[1] for s in layers if s.verdict == "blocked"}
     assert mlp == {"['wi_0']['kernel'].value", "['wi_1']['kernel'].value", "['wo']['kernel'].value"}
+    attention = {
+        s.parameter.split("['self_attention']")[1] for s in layers if s.verdict == "pinned"
+    }
+    assert attention == {f"['{name}']['kernel'].value" for name in ("query", "key", "value", "out")}
+    assert {s.cost.bytes for s in layers} == {0}  # stacked in the scan
     assert any("['logits_dense']" in s.parameter for s in weights if s.blocked and s.trips == 1)
 
 
 def test_maxtexts_step_is_found_by_its_module_name(maxtext_dump, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([str(maxtext_dump), "--module", "^jit_step$", "--quiet"])
-    findings = capsys.readouterr().out.splitlines()
-    assert (exit_info.value.code, len(findings)) == (1, 4)  # three MLP kernels and the head
-    assert all(": FB001 " in line for line in findings)
+    (finding,) = capsys.readouterr().out.splitlines()  # the layers' cost nothing: FB005, below
+    assert exit_info.value.code == 1
+    assert (": FB001 " in finding, "['logits_dense']" in finding) == (True, True)

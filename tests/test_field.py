@@ -39,7 +39,7 @@ def test_a_config_overrides_the_shrink_and_keeps_the_rest():
 @pytest.mark.needs_devices(4)
 @pytest.mark.parametrize(("mode", "status"), [("explicit", 1), ("auto", 0)])
 def test_find_barriers_fails_the_explicit_step_and_passes_auto(mode, status):
-    lowered = build_step(StepConfig(mode=mode, optimizer="adam")).lower()
+    lowered = build_step(StepConfig(mode=mode, emb=128, optimizer="adam")).lower()
     facts = find_barriers_facts(lowered.as_text(dialect="hlo", debug_info=True))
     assert facts["exit_status"] == status
     assert (facts["blocked"] > 0) == (mode == "explicit")

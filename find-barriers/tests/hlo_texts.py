@@ -253,3 +253,76 @@ def dot_then_transpose(*ops: str, last: str) -> str:
     return DOT_THEN_TRANSPOSE.replace("OPS", "\n".join(f"  {op}" for op in ops)).replace(
         "LAST", last
     )
+
+
+WIDE_GRADIENT = """
+HloModule jit_train_step, input_output_alias={ {0}: (0, {}, may-alias), {1}: (1, {}, may-alias), {2}: (2, {}, may-alias) }
+
+ENTRY main {
+  w = bf16[KERNEL] parameter(0), sharding={devices=[SHARDS]<=[4]}, metadata={op_name="params['w']"}
+  mu = bf16[KERNEL] parameter(1), sharding={devices=[SHARDS]<=[4]}
+  nu = bf16[KERNEL] parameter(2), sharding={devices=[SHARDS]<=[4]}
+  a = bf16[LHS] parameter(3)
+  b = bf16[RHS] parameter(4)
+  d = bf16[DOT] dot(a, b), DIMS, metadata={op_name="jit(train_step)/transpose(jvp())/dot_general"}
+OPS
+  t = bf16[KERNEL] transpose(LAST), dimensions={ORDER}
+  m = bf16[KERNEL] add(mu, t)
+  tt = bf16[KERNEL] multiply(t, t)
+  n = bf16[KERNEL] add(nu, tt)
+  q = bf16[KERNEL] divide(m, n)
+  u = bf16[KERNEL] subtract(w, q)
+  ROOT out = (bf16[KERNEL], bf16[KERNEL], bf16[KERNEL]) tuple(u, m, n)
+}
+"""
+"""An attention kernel's weight gradient, updated with two moments as Adam does, the kernel
+sharded four ways on its embedding dimension (512): a dot over the batch and sequence (both
+contracted) of operands ``LHS`` and ``RHS``, the ops ``OPS`` between, and a transpose of order
+``ORDER`` to the kernel's dimensions: :func:`wide_gradient` fills it in."""
+
+WIDE_KERNELS = {
+    "query": ((2, 4, 8, 128), (2, 4, 512), (2, 0, 1)),
+    "out": ((2, 4, 512), (2, 4, 8, 128), (1, 2, 0)),
+}
+"""Each kernel's gradient dot, as (lhs, rhs, the transpose's order): the query's ``[emb, heads,
+head_dim]`` from ``dq[b,s,8,128]`` and ``x[b,s,512]`` (the lhs wide), the output projection's
+``[heads, head_dim, emb]`` from ``ct[b,s,512]`` and ``attn[b,s,8,128]`` (the rhs wide); each
+order puts the rhs dimensions before the lhs ones."""
+
+WIDE_SHARDING = 's = bf16[DOT] custom-call(d), custom_call_target="Sharding", sharding={replicated}'
+"""A ``Sharding`` call of the dot's value, as :func:`wide_gradient` takes an op between."""
+
+
+def wide_gradient(
+    kernel: str,
+    *ops: str,
+    last: str,
+    order: tuple[int, ...] | None = None,
+    batch: bool = False,
+) -> str:
+    """:data:`WIDE_GRADIENT` of :data:`WIDE_KERNELS` ``kernel`` with ``ops`` between the dot and
+    the transpose, which reads ``last``; ``order``: the transpose's, in place of the kernel's
+    (the kernel's dimensions follow it); ``batch``: the batch dimension is the dot's batch
+    dimension, not contracted, and leads the dot and the kernel."""
+    lhs, rhs, swap = WIDE_KERNELS[kernel]
+    dims = "lhs_contracting_dims={0,1}, rhs_contracting_dims={0,1}"
+    dot = (*lhs[2:], *rhs[2:])
+    if batch:
+        dims = (
+            "lhs_batch_dims={0}, rhs_batch_dims={0}, "
+            "lhs_contracting_dims={1}, rhs_contracting_dims={1}"
+        )
+        dot, swap = (lhs[0], *dot), (0, *(1 + i for i in swap))
+    order = order or swap
+    shape = [dot[i] for i in order]
+    text = WIDE_GRADIENT.replace("OPS", "\n".join(f"  {op}" for op in ops))
+    for name, value in (
+        ("KERNEL", shape),
+        ("SHARDS", [4 if n == 512 else 1 for n in shape]),
+        ("LHS", lhs),
+        ("RHS", rhs),
+        ("DOT", dot),
+        ("ORDER", order),
+    ):
+        text = text.replace(name, ",".join(map(str, value)))
+    return text.replace("DIMS", dims).replace("LAST", last)

@@ -9,20 +9,30 @@ from find_barriers import _baseline as baseline
 from find_barriers._check import check, check_module
 from find_barriers._dumps import Module, read_module
 from find_barriers._program import read_hlo
-from find_barriers._vocabulary import Placement, Status
+from find_barriers._rules import rule_of
+from find_barriers._vocabulary import Placement, Role, Status
 
 
 def statuses(findings) -> list:
     return [finding.status for finding in findings]
 
 
-def test_a_blocked_site_of_no_estimated_cost_is_new_by_default():
-    """With no ``min_bytes``, a site estimated at 0 bytes (in a loop) still fails the check."""
+def test_a_blocked_site_of_no_estimated_cost_is_below_by_default_and_new_at_min_bytes_0():
+    """With no ``min_bytes`` (1), a weight gradient estimated at 0 bytes (in a loop) is FB005 and
+    below: it passes the check; ``min_bytes=0`` makes it new again, failing it."""
     scanned = DATA / "scanned.hlo.txt"
     (checked,) = check([str(scanned)]).modules
     alone = check_module(read_module(str(scanned)), Counter())
     assert {site.cost.bytes for site in checked.sites if site.cost} == {0}
-    assert len(checked.new) == len(alone.new) == 3
+    assert {(site.role, rule_of(site).code) for site in checked.sites} == {
+        (Role.WEIGHT_GRADIENT, "FB005")
+    }
+    for item in (checked, alone):
+        assert (statuses(item.findings), item.new) == ([Status.BELOW] * 3, [])
+    (every,) = check([str(scanned)], min_bytes=0).modules
+    every_alone = check_module(read_module(str(scanned)), Counter(), min_bytes=0)
+    assert statuses(every.findings) == statuses(every_alone.findings) == [Status.NEW] * 3
+    assert len(every.new) == len(every_alone.new) == 3
 
 
 CONSTRAINED_GRADIENT = """
@@ -44,8 +54,8 @@ ENTRY main {
 
 
 def test_min_bytes_leaves_a_constraints_site_new():
-    """Only a weight gradient of FB001 falls below ``min_bytes``; a site of FB002, priced too,
-    stays new."""
+    """Only a weight gradient (FB001, FB005) falls below ``min_bytes``; a site of FB002, priced
+    too, stays new."""
     module = Module("step.hlo.txt", read_hlo(CONSTRAINED_GRADIENT))
     (finding,) = check_module(module, Counter(), min_bytes=10**12).findings
     assert (finding.site.placed_by, finding.site.cost is not None) == (Placement.CONSTRAINT, True)
@@ -62,18 +72,17 @@ def test_a_module_dumped_twice_is_checked_once(tmp_path):
 
 
 def test_accepting_all_accepts_the_new_sites_only():
-    """Written into a baseline, each new site is accepted; an ignored one, or one nothing blocks,
-    keeps its status, and the result names the baseline."""
-    result = check(
-        [str(DATA / "linen_remat.hlo.txt"), str(DATA / "scanned_fixed.hlo.txt")],
-        ignored=frozenset({"FB003"}),
-    )
+    """Written into a baseline, each new site is accepted; an ignored one, one below
+    ``min_bytes`` (linen_remat's FB005 sites), or one nothing blocks, keeps its status, and the
+    result names the baseline."""
+    names = ("linen_remat.hlo.txt", "three_layers.hlo.txt", "scanned_fixed.hlo.txt")
+    result = check([str(DATA / name) for name in names], ignored=frozenset({"FB003"}))
     before = [statuses(item.findings) for item in result.modules]
     accepted = result.accepting_all("b.json")
     assert accepted.baseline == "b.json"
     after = [statuses(item.findings) for item in accepted.modules]
     assert after == [[Status.ACCEPTED if s is Status.NEW else s for s in each] for each in before]
-    assert {Status.NEW, Status.IGNORED, None} <= {s for each in before for s in each}
+    assert {Status.NEW, Status.IGNORED, Status.BELOW, None} <= {s for each in before for s in each}
 
 
 def test_a_site_the_baseline_accepts_is_accepted_below_min_bytes_too(tmp_path):
@@ -81,7 +90,8 @@ def test_a_site_the_baseline_accepts_is_accepted_below_min_bytes_too(tmp_path):
     so nothing is stale."""
     scanned = str(DATA / "scanned.hlo.txt")
     file = tmp_path / "baseline.json"
-    (checked,) = check([scanned]).modules
+    (checked,) = check([scanned], min_bytes=0).modules
+    assert len(checked.new) == 3
     baseline.write(str(file), [(checked.module, site) for site in checked.new])
     result = check([scanned], baseline_file=str(file), min_bytes=1)
     assert set(statuses(result.modules[0].findings)) - {None} == {Status.ACCEPTED}

@@ -48,10 +48,10 @@ def test_help_gives_the_exit_codes_the_rules_and_an_example(run):
 
 
 def test_a_blocked_fold_exits_1_and_exit_zero_keeps_the_report(data, run):
-    status, out, err = run(data / "scanned.hlo.txt")
+    status, out, err = run(data / "three_layers.hlo.txt")
     assert (status, err) == (1, "")
     assert (out.count("FB001 blocked"), "3 blocked (3 new), 0 foldable, 0 kept" in out) == (3, True)
-    assert run(data / "scanned.hlo.txt", "--exit-zero") == (0, out, "")
+    assert run(data / "three_layers.hlo.txt", "--exit-zero") == (0, out, "")
 
 
 def test_success_is_one_line_and_verbose_lists_every_site(data, run):
@@ -82,11 +82,12 @@ def test_ignored_rules_are_not_findings(data, run):
     assert run(data / "constrained.hlo.txt")[0] == 1
     status, out, _ = run(data / "constrained.hlo.txt", "--ignore", "fb002,FB003", "-v")
     assert (status, out.count("ignored   ")) == (0, 2)
-    assert run(data / "scanned.hlo.txt", "--ignore", "FB002", "--ignore", "FB003")[0] == 1
+    assert run(data / "three_layers.hlo.txt", "--ignore", "FB002", "--ignore", "FB003")[0] == 1
 
 
 def test_sites_are_listed_by_estimated_cost_with_a_total(data, run):
-    """nnx's tied table costs nothing (§4.6); each MLP kernel, adam's in and out, 6 copies."""
+    """nnx's tied table costs nothing (§4.6: FB005, below the default --min-bytes 1); each MLP
+    kernel, adam's in and out, 6 copies. The total counts every site not ignored."""
     _, out, _ = run(data / "nnx_tied_tree.hlo.txt", "--verbose")
     costs = [line.strip().split(";")[0] for line in out.splitlines() if line.startswith(" " * 16)]
     assert costs == [
@@ -95,17 +96,55 @@ def test_sites_are_listed_by_estimated_cost_with_a_total(data, run):
         "no cost by the estimate: its gradient is summed with another gradient first (§4.6)",
     ]  # the costliest first
     assert out.splitlines()[-1].endswith(
-        "3 blocked (3 new), 0 foldable, 0 kept; estimated cost 129.0 kB a step"
+        "3 blocked (2 new, 1 below), 0 foldable, 0 kept; estimated cost 129.0 kB a step"
     )
 
 
 def test_min_bytes_decides_which_costs_fail(data, run):
-    assert run(data / "scanned.hlo.txt")[0] == 1  # by default every blocked fold fails
-    assert run(data / "scanned.hlo.txt", "--min-bytes", "1")[0] == 0  # in a loop: no cost
+    assert run(data / "scanned.hlo.txt")[0] == 0  # by default (1) no cost passes: in a loop
+    assert run(data / "scanned.hlo.txt", "--min-bytes", "1")[0] == 0
+    assert run(data / "scanned.hlo.txt", "--min-bytes", "0")[0] == 1  # 0: every one fails
+    assert run(data / "three_layers.hlo.txt")[0] == 1  # any cost fails by default
     assert run(data / "three_layers.hlo.txt", "--min-bytes", "16384")[0] == 1  # 16,384 each
     assert run(data / "three_layers.hlo.txt", "--min-bytes", "16385")[0] == 0
-    _, out, _ = run(data / "scanned.hlo.txt", "--min-bytes", "1")
+    _, out, _ = run(data / "scanned.hlo.txt")
     assert "3 blocked (3 below)" in out.splitlines()[-1]
+    _, out, _ = run(data / "scanned.hlo.txt", "--min-bytes", "0")
+    assert "3 blocked (3 new)" in out.splitlines()[-1]
+
+
+def test_a_module_whose_only_blocked_sites_cost_nothing_exits_0_unless_min_bytes_is_0(data, run):
+    """The scan's three weight gradients are stacked in its loop: FB005, listed as below, and
+    the run passes; under ``--min-bytes 0`` they are new and fail it."""
+    path = data / "scanned.hlo.txt"
+    status, out, err = run(path)
+    assert (status, err) == (0, "")
+    assert out.startswith(f"{path}: blocked sites: 0 new, 3 below\n")
+    assert (out.count("  FB005 below   "), out.count("FB001")) == (3, 0)
+    assert "FB005 fix: " in out
+    assert "3 transpose-of-dot sites: 3 blocked (3 below), 0 foldable" in out.splitlines()[-1]
+    assert run(path, "--quiet") == (0, "", "")
+    status, out, _ = run(path, "--min-bytes", "0")
+    assert (status, out.count("  FB005 blocked ")) == (1, 3)
+    assert out.startswith(f"{path}: blocked sites: 3 new, 0 below\n")
+
+
+def test_ignoring_fb005_hides_the_sites_of_no_cost_and_no_others(data, run):
+    """``--ignore FB005``: the scan's sites are ignored, failing not even at ``--min-bytes 0``
+    and listed only under ``--verbose``; the tied table's projections (FB001) still fail."""
+    scanned = data / "scanned.hlo.txt"
+    assert run(scanned, "--ignore", "FB005", "--min-bytes", "0") == (
+        0,
+        "1 module: 3 transpose-of-dot sites: 3 blocked (3 ignored), 0 foldable, 0 kept\n",
+        "",
+    )
+    status, out, _ = run(scanned, "--ignore", "fb005", "--min-bytes", "0", "--verbose")
+    assert (status, out.count("  FB005 ignored ")) == (0, 3)
+    status, out, _ = run(data / "nnx_tied.hlo.txt", "--ignore", "FB005", "--min-bytes", "0", "-q")
+    assert (status, [line.split(": ")[1].split()[0] for line in out.splitlines()]) == (
+        1,
+        ["FB001", "FB001"],
+    )
 
 
 def test_a_constraint_names_its_own_line(data, run):
@@ -116,7 +155,7 @@ def test_a_constraint_names_its_own_line(data, run):
 
 
 def test_module_matches_xlas_module_name(data, run, tmp_path):
-    directory = dump_directory(data, tmp_path, "scanned.hlo.txt", "scanned_fixed.hlo.txt")
+    directory = dump_directory(data, tmp_path, "three_layers.hlo.txt", "scanned_fixed.hlo.txt")
     status, out, _ = run(directory, "--module", "jit_train_step$")
     assert (status, out.count("before_optimizations.txt: ")) == (1, 1)  # one has findings
     assert out.splitlines()[-1].startswith("2 modules: 6 transpose-of-dot sites")
@@ -297,7 +336,7 @@ def test_an_old_python_is_one_error_line_and_exit_2(monkeypatch, capsys):
 
 def test_a_closed_pipe_ends_quietly_and_not_with_1(data):
     """The reader goes away before the first line: no traceback, and not the status of a finding."""
-    command = [sys.executable, "-m", "find_barriers", str(data / "scanned.hlo.txt")]
+    command = [sys.executable, "-m", "find_barriers", str(data / "three_layers.hlo.txt")]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     child.stdout.close()
     with child.stderr:
@@ -328,7 +367,7 @@ def test_a_reader_gone_in_process_is_status_141_and_what_is_written_later_goes_n
     with (tmp_path / "out").open("wb") as file:
         monkeypatch.setattr(sys, "stdout", ClosedPipe(file))
         with pytest.raises(SystemExit) as exit_info:
-            main([str(data / "scanned.hlo.txt")])
+            main([str(data / "three_layers.hlo.txt")])
         os.write(file.fileno(), b"at exit")
     assert (exit_info.value.code, (tmp_path / "out").read_bytes()) == (141, b"")
 
@@ -360,7 +399,9 @@ def test_writing_a_baseline_reports_it_as_the_runs_baseline_with_every_site_acce
     data, run, tmp_path
 ):
     baseline = tmp_path / "baseline.json"
-    status, out, _ = run(data / "scanned.hlo.txt", "--write-baseline", baseline, "--format", "json")
+    status, out, _ = run(
+        data / "three_layers.hlo.txt", "--write-baseline", baseline, "--format", "json"
+    )
     document = json.loads(out)
     statuses = [site["status"] for module in document["modules"] for site in module["sites"]]
     assert (status, document["baseline"], statuses) == (0, str(baseline), ["accepted"] * 3)

@@ -1,11 +1,12 @@
 """The estimated cost of a blocked weight-gradient fold: relayout copies of the parameter and its
-optimizer states (design doc §4.3), a lost reduce-scatter (§4.2), and none where the gradient is
-summed first (§4.6) or stacked in a loop (§4.7)."""
+optimizer states (design doc §4.3; only those in for a pinned gradient of a wide lhs), a lost
+reduce-scatter (§4.2), and none where the gradient is summed first (§4.6), stacked in a loop
+(§4.7), or laid out by TPU with no copy (§4.1)."""
 
 from string import Template
 
 import pytest
-from hlo_texts import HEAD
+from hlo_texts import HEAD, WIDE_SHARDING, wide_gradient
 
 from find_barriers._cost import measured_copy_bytes
 from find_barriers._program import read_hlo
@@ -30,6 +31,25 @@ def test_a_reduce_scatter_is_lost_only_under_512_bytes_a_shard_minor_most(emb, l
     """At emb 512 a shard of the minor-most embedding is 128 bf16 = 256 bytes: under the gate,
     so a full all-reduce moves (N - 1) / N of the gradient more; at emb 2048, 1,024 bytes."""
     assert head_cost(emb).lost_reduce_scatter_bytes == lost
+
+
+@pytest.mark.parametrize(
+    ("emb", "vocab", "copies"),
+    [
+        (512, 32000, 6),  # a shard of [128, 32000]: both fill whole tiles
+        (400, 32000, 0),  # [100, 32000]: only the stored minor-most fills them
+        (512, 50257, 0),  # [128, 50257]: only the one the dot writes minor-most fills them
+        (400, 50257, 6),  # [100, 50257]: neither fills them
+    ],
+)
+def test_no_copies_where_exactly_one_minor_most_candidate_fills_whole_tiles(emb, vocab, copies):
+    """Sharded four ways on its rows, the head's shard keeps its last dimension (the vocabulary)
+    and a quarter of the rows, the dimension the dot writes minor-most: where exactly one of
+    them is a multiple of 128, TPU keeps that one minor-most and copies nothing (§4.1); where
+    both are, or neither, the shard is copied in and out with its two moments (§4.3)."""
+    cost = head_cost(emb, HEAD.replace("32000", str(vocab)))
+    assert (cost.relayout_copies, cost.basis[0]) == (copies, "4.3" if copies else "4.1")
+    assert (cost.relayout_copy_bytes == 0) is (copies == 0)
 
 
 @pytest.mark.parametrize(("vocab", "copies"), [(32000, 0), (32768, 6)])
@@ -337,3 +357,24 @@ cond {{
     )
     cost = step_cost(called, gradient)
     assert (cost.relayout_copies, cost.basis) == (6, ("4.3",))
+
+
+@pytest.mark.parametrize(
+    ("kernel", "copies", "basis", "lost"),
+    [
+        ("query", 3, ("4.3", "4.7", "4.2"), 3 * 8 * 128 * 512 * 2 // 4),
+        ("out", 6, ("4.3",), 0),
+    ],
+)
+def test_a_pinned_gradient_of_a_wide_lhs_is_copied_in_only(kernel, copies, basis, lost):
+    """The query's gradient (its dot's lhs wide) is copied in only, once for the parameter and
+    each moment, as auto mode copies them out too (§4.7); the output projection's (the rhs
+    wide), in and out, six copies. Each copy reads and writes a quarter of the bf16 kernel; the
+    query's rows, 128 a shard, written minor-most, lose the reduce-scatter (§4.2)."""
+    (site,) = find_sites(read_hlo(wide_gradient(kernel, WIDE_SHARDING, last="s")))
+    shard = 512 // 4 * 8 * 128 * 2
+    assert site.verdict == "pinned"
+    assert site.cost.relayout_copies == copies
+    assert site.cost.relayout_copy_bytes == 2 * copies * shard
+    assert (site.cost.basis, site.cost.lost_reduce_scatter_bytes) == (basis, lost)
+    assert site.cost.bytes == 2 * copies * shard + lost

@@ -1,14 +1,20 @@
 """XLA's fold conditions (``no_fold``) at their edges, on hand-written HLO: what may stand between,
-the dot's operands, the transpose's order, and who else reads the dot's value."""
+the dot's operands, the transpose's order, and who else reads the dot's value; and the transpose
+the simplifier keeps only for a wide operand (``swaps_wide_operands``), pinned where a
+``Sharding`` call stands between a weight gradient's dot and it."""
 
 from __future__ import annotations
 
-import pytest
-from hlo_texts import dot_then_transpose
+import dataclasses
 
-from find_barriers import Verdict, find_sites, read_hlo
-from find_barriers._fold import no_fold
+import pytest
+from hlo_texts import WIDE_KERNELS, WIDE_SHARDING, dot_then_transpose, wide_gradient
+
+from find_barriers import Role, Verdict, find_sites, read_hlo
+from find_barriers._fold import free_dims, no_fold, swaps_wide_operands
 from find_barriers._program import parse_instruction
+from find_barriers._rules import rule_of
+from find_barriers._sites import value_source
 
 
 def site_of(text: str):
@@ -135,3 +141,145 @@ def test_the_side_with_more_than_one_non_contracting_dimension_is_the_one_named(
     reason = site_of(wide).no_fold
     assert "rhs" in reason
     assert "lhs" not in reason
+
+
+def wide_arguments(text: str) -> tuple:
+    """What ``swaps_wide_operands`` is asked of a module's one transpose ``t``: the program,
+    the transpose, the ops between and the dot."""
+    program = read_hlo(text)
+    transpose = program.by_name["t"]
+    chain, dot = value_source(transpose, program.by_name)
+    return program, transpose, chain, dot
+
+
+@pytest.mark.parametrize(
+    ("text", "counts"),
+    [
+        (BATCHED.replace("ORDER", "0,2,1").replace("SHAPE", "f32[4,32,16]{1,2,0}"), None),
+        (
+            dot_then_transpose(COPY, last="c").replace("  a = f32[8,16]{1,0} parameter(0)\n", ""),
+            None,
+        ),
+        (dot_then_transpose(SHARDING.replace("(c)", "(d)"), last="s"), (1, 1)),
+        (wide_gradient("query", WIDE_SHARDING, last="s"), (2, 1)),
+        (wide_gradient("out", WIDE_SHARDING, last="s"), (1, 2)),
+        (wide_gradient("query", WIDE_SHARDING, last="s", batch=True), None),
+    ],
+    ids=["batched", "unknown rank", "canonical", "query", "out", "query batched"],
+)
+def test_free_dims_counts_each_sides_non_contracting_dimensions(text, counts):
+    """lhs first; a dot with batch dimensions, or an operand the module does not hold (its rank
+    unknown), has no count; the wide operand is the query's lhs and the output projection's rhs.
+    A canonical dot, one each, swaps no wide operands."""
+    program, transpose, chain, dot = wide_arguments(text)
+    assert free_dims(program, dot) == counts
+    assert swaps_wide_operands(program, transpose, chain, dot) is (counts in ((2, 1), (1, 2)))
+
+
+def test_an_operand_that_is_a_tuple_has_no_count():
+    """An operand of several arrays (no dot XLA writes) has no single rank to count."""
+    text = wide_gradient("query", WIDE_SHARDING, last="s").replace(
+        "b = bf16[2,4,512] parameter(4)", "b = (bf16[2,4,512], bf16[2]) parameter(4)"
+    )
+    program, transpose, chain, dot = wide_arguments(text)
+    assert free_dims(program, dot) is None
+    assert not swaps_wide_operands(program, transpose, chain, dot)
+
+
+def test_only_sharding_calls_and_ops_that_change_nothing_may_stand_between_a_wide_swap():
+    """As for the fold: a custom call other than ``Sharding`` (the sites never hold one: the
+    search for a dot stops there) or an op that changes the value stands in the way."""
+    program, transpose, (sharding,), dot = wide_arguments(
+        wide_gradient("query", WIDE_SHARDING, last="s")
+    )
+    kernel = parse_instruction('k = bf16[8,128,512] custom-call(s), custom_call_target="Kernel"')
+    negate = parse_instruction("n = bf16[8,128,512] negate(s)")
+    copy = parse_instruction("c = bf16[8,128,512] copy(s)")
+    assert swaps_wide_operands(program, transpose, [copy, sharding], dot)
+    assert not swaps_wide_operands(program, transpose, [kernel, sharding], dot)
+    assert not swaps_wide_operands(program, transpose, [negate, sharding], dot)
+
+
+def wide_site(kernel: str, *ops: str, last: str = "s", **options):
+    """The one site of :func:`~hlo_texts.wide_gradient` ``kernel``, a ``Sharding`` call
+    between unless ``ops`` say what stands there."""
+    return site_of(wide_gradient(kernel, *(ops or (WIDE_SHARDING,)), last=last, **options))
+
+
+@pytest.mark.parametrize("kernel", WIDE_KERNELS)
+def test_a_wide_weight_gradient_behind_a_sharding_call_is_pinned_and_fb001(kernel):
+    """The query's and the output projection's gradients: the simplifier keeps each transpose
+    for its wide operand, and the ``Sharding`` call between pins it: a finding, of FB001
+    (their cost is :mod:`test_cost`'s); a copy or a tuple between changes nothing."""
+    site = wide_site(kernel)
+    assert (site.verdict, site.blocked, site.wide_swap) == (Verdict.PINNED, True, True)
+    assert (site.role, site.no_fold.startswith("the dot's ")) == (Role.WEIGHT_GRADIENT, True)
+    assert rule_of(site).code == "FB001"
+    copied = wide_site(kernel, WIDE_SHARDING, "c = bf16[DOT] copy(s)", last="c")
+    tupled = wide_site(
+        kernel,
+        WIDE_SHARDING,
+        "p = (bf16[DOT], bf16[2,4,512]) tuple(s, a)",
+        "e = bf16[DOT] get-tuple-element(p), index=0",
+        last="e",
+    )
+    assert copied.verdict is tupled.verdict is Verdict.PINNED
+
+
+def as_activation_gradient(text: str) -> str:
+    """``text`` with the update reading the moment where it read the transpose: the gradient
+    reaches no output and no forward dot names its parameter."""
+    return text.replace("add(mu, t)", "add(mu, mu)").replace("multiply(t, t)", "multiply(mu, mu)")
+
+
+OTHER_ORDER = {"query": WIDE_KERNELS["out"][2], "out": WIDE_KERNELS["query"][2]}
+"""Each kernel's transpose order put on the other's dot: the block swap of the other split of
+three dimensions (one and two, not two and one), so not this dot's rhs dimensions before its lhs
+ones."""
+
+
+@pytest.mark.parametrize("kernel", WIDE_KERNELS)
+@pytest.mark.parametrize(
+    ("ops", "last", "options", "wide"),
+    [
+        ((), "d", {}, True),
+        ((WIDE_SHARDING, "r = bf16[DOT] reshape(s)"), "r", {}, False),
+        ((WIDE_SHARDING,), "s", {"batch": True}, False),
+        ((WIDE_SHARDING,), "s", {"order": (2, 1, 0)}, False),
+        ((WIDE_SHARDING,), "s", {"order": "other"}, False),
+        ((WIDE_SHARDING, "o = bf16[DOT] negate(d)"), "s", {}, False),
+        ((WIDE_SHARDING, "o = bf16[DOT] negate(s)"), "s", {}, False),
+    ],
+    ids=[
+        "no Sharding call",
+        "a reshape between",
+        "batch dimensions",
+        "reversed",
+        "the other split's swap",
+        "the dot has another user",
+        "the Sharding call has another user",
+    ],
+)
+def test_a_wide_gradient_is_kept_unless_only_a_sharding_call_stands_before_the_block_swap(
+    kernel, ops, last, options, wide
+):
+    """Each thing but the ``Sharding`` call that keeps the transpose, or an order that is not
+    the rhs dimensions before the lhs ones, leaves the site kept, no finding; with no call
+    between, the swap is there, but nothing pins it."""
+    if options.get("order") == "other":
+        options = {"order": OTHER_ORDER[kernel]}
+    site = site_of(wide_gradient(kernel, *ops, last=last, **options))
+    assert (site.verdict, site.blocked, site.wide_swap) == (Verdict.KEPT, False, wide)
+    assert (site.role, rule_of(site)) == (Role.WEIGHT_GRADIENT, None)
+
+
+@pytest.mark.parametrize("kernel", WIDE_KERNELS)
+def test_only_a_weight_gradient_is_pinned(kernel):
+    """The same dot and swap as an activation gradient (no output reached, no parameter), or
+    of a role unknown, stays kept: only a parameter's layout is pinned."""
+    text = as_activation_gradient(wide_gradient(kernel, WIDE_SHARDING, last="s"))
+    site = site_of(text)
+    assert (site.role, site.parameter, site.wide_swap) == (Role.ACTIVATION_GRADIENT, None, True)
+    assert (site.verdict, site.blocked, rule_of(site)) == (Verdict.KEPT, False, None)
+    unknown = dataclasses.replace(wide_site(kernel), role=Role.UNKNOWN)
+    assert (unknown.verdict, unknown.blocked) == (Verdict.KEPT, False)

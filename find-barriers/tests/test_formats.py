@@ -5,8 +5,10 @@ import importlib.resources
 import json
 import re
 
+import hlo_texts
 import jsonschema
 import pytest
+from hlo_texts import WIDE_SHARDING, wide_gradient
 from test_wording import AT_A_COLON
 
 import find_barriers
@@ -20,12 +22,14 @@ SCHEMA = json.loads(
 
 
 def test_json_validates_against_its_schema_and_counts_what_the_text_does(data, run, tmp_path):
+    """Under ``--min-bytes 0``, so that the scan's sites of no cost (FB005) are new."""
     baseline = tmp_path / "b.json"
     run(data / "three_layers.hlo.txt", "--write-baseline", baseline)
     files = [
         data / name for name in ("scanned.hlo.txt", "three_layers.hlo.txt", "constrained.hlo.txt")
     ]
-    status, out, _ = run(*files, "--format", "json", "--baseline", baseline, "--ignore", "FB002")
+    options = ("--format", "json", "--baseline", baseline, "--ignore", "FB002", "--min-bytes", "0")
+    status, out, _ = run(*files, *options)
     document = json.loads(out)
     jsonschema.validate(document, SCHEMA)
     assert (status, document["exit_status"], document["version"]) == (
@@ -36,12 +40,13 @@ def test_json_validates_against_its_schema_and_counts_what_the_text_does(data, r
     statuses = [[site["status"] for site in module["sites"]] for module in document["modules"]]
     assert statuses == [["new"] * 3, ["accepted"] * 3, ["ignored"] * 2]
     assert document["total"] == {
-        "blocked": 8, "foldable": 0, "kept": 0, "new_blocked": 3, "below": 0, "stale": 0,
+        "blocked": 8, "pinned": 0, "foldable": 0, "kept": 0, "new_blocked": 3, "below": 0,
+        "stale": 0,
         "estimated_cost": 3 * 2 * 2 * 4096,  # 3 layers x (in, out) x (read, write) x a kernel
     }  # fmt: skip
     assert (document["baseline"], document["stale"]) == (str(baseline), [])
     up = next(s for s in document["modules"][0]["sites"] if "['up']" in s["parameter"])
-    assert (up["rule"], up["help_url"], up["trips"]) == ("FB001", RULES["FB001"].url, 6)
+    assert (up["rule"], up["help_url"], up["trips"]) == ("FB005", RULES["FB005"].url, 6)
     assert up["cost"] == {
         "relayout_copies": 0,
         "relayout_copy_bytes": 0,
@@ -52,6 +57,64 @@ def test_json_validates_against_its_schema_and_counts_what_the_text_does(data, r
         MODEL,
         "Block.__call__",
     )
+
+
+def test_json_of_sites_of_no_cost_validates_with_fb005_below_or_new(data, run):
+    """The scan's weight gradients, stacked in its loop, are FB005 with FB005's help: below at
+    the default ``--min-bytes 1``, new at 0; each document is valid, and the schema knows FB005
+    as a rule (a code it does not know fails it)."""
+    for options, status, expected in (((), 0, "below"), (("--min-bytes", "0"), 1, "new")):
+        code, out, _ = run(data / "scanned.hlo.txt", "--format", "json", *options)
+        document = json.loads(out)
+        jsonschema.validate(document, SCHEMA)
+        sites = document["modules"][0]["sites"]
+        assert [(s["rule"], s["help_url"], s["status"]) for s in sites] == [
+            ("FB005", RULES["FB005"].url, expected)
+        ] * 3
+        assert {s["cost"]["relayout_copy_bytes"] for s in sites} == {0}  # FB005 keeps its cost
+        total = document["total"]
+        assert (code, document["exit_status"], total["new_blocked"], total["below"]) == (
+            status,
+            status,
+            3 * (expected == "new"),
+            3 * (expected == "below"),
+        )
+    document["modules"][0]["sites"][0]["rule"] = "FB006"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, SCHEMA)
+
+
+def test_json_of_a_pinned_site_validates_and_counts_it_apart(run, tmp_path):
+    """The output projection's gradient, pinned, beside the head's, blocked: each module's
+    ``counts`` and the ``total`` count the pinned one as pinned, not blocked, and its site says
+    ``pinned``, FB001, with ``wide_swap`` true (the head's false); a verdict the schema does not
+    know fails it."""
+    out = tmp_path / "out.hlo.txt"
+    out.write_text(wide_gradient("out", WIDE_SHARDING, last="s"))
+    head = tmp_path / "head.hlo.txt"
+    head.write_text(hlo_texts.HEAD.replace("EMB", "512"))
+    status, text, _ = run(out, head, "--format", "json")
+    document = json.loads(text)
+    jsonschema.validate(document, SCHEMA)
+    assert document["schema"] == "find-barriers/5"
+    assert [module["counts"] for module in document["modules"]] == [
+        {"blocked": 0, "pinned": 1, "foldable": 0, "kept": 0},
+        {"blocked": 1, "pinned": 0, "foldable": 0, "kept": 0},
+    ]
+    total = document["total"]
+    assert (status, total["blocked"], total["pinned"], total["new_blocked"]) == (1, 1, 1, 2)
+    (pinned,), (blocked,) = (module["sites"] for module in document["modules"])
+    assert (pinned["verdict"], pinned["rule"], pinned["wide_swap"], pinned["status"]) == (
+        "pinned",
+        "FB001",
+        True,
+        "new",
+    )
+    assert pinned["cost"]["relayout_copies"] == 6
+    assert (blocked["verdict"], blocked["wide_swap"]) == ("blocked", False)
+    pinned["verdict"] = "pinned down"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, SCHEMA)
 
 
 def test_a_field_the_schema_lacks_fails_validation(data, run):
@@ -80,7 +143,7 @@ def test_sarif_validates_names_the_tool_and_gives_each_rule_its_fix(data, run):
     assert [(rule["id"], rule["helpUri"]) for rule in driver["rules"]] == [
         (r.code, r.url) for r in RULES.values()
     ]
-    assert [result["ruleId"] for result in sarif_run["results"]] == ["FB001"] * 3 + ["FB002"] * 2
+    assert [result["ruleId"] for result in sarif_run["results"]] == ["FB005"] * 3 + ["FB002"] * 2
     assert status == 1
 
 

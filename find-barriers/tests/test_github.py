@@ -5,6 +5,7 @@ import json
 import re
 
 import hlo_texts
+from hlo_texts import WIDE_SHARDING, wide_gradient
 from test_wording import AT_A_COLON
 
 from find_barriers._baseline import describe
@@ -41,10 +42,15 @@ def test_a_file_path_is_escaped_as_a_property(run, tmp_path):
 
 
 def test_each_blocked_site_is_annotated_after_a_foldable_one(data, run):
-    """``jax_checkpoint`` finds its foldable site first, then three blocked ones."""
+    """``jax_checkpoint`` finds its foldable site first, then three blocked ones (FB005, no cost:
+    stacked in a loop, so notices at the default ``--min-bytes 1``, errors at 0)."""
     _, found = annotations(run, data / "jax_checkpoint.hlo.txt")
     assert [(match["level"], match["title"].split()[1]) for match in found] == [
-        ("error", "FB001")
+        ("notice", "FB005")
+    ] * 3
+    _, found = annotations(run, data / "jax_checkpoint.hlo.txt", "--min-bytes", "0")
+    assert [(match["level"], match["title"].split()[1]) for match in found] == [
+        ("error", "FB005")
     ] * 3
 
 
@@ -61,3 +67,20 @@ def test_each_stale_entry_is_a_warning_at_the_baseline_naming_the_entry(data, ru
     assert all(
         describe(entry) in match["message"] for entry, match in zip(entries, stale, strict=True)
     )
+
+
+def test_a_pinned_site_is_an_error_whose_message_says_pinned_layout(run, tmp_path):
+    """The output projection's gradient, pinned: an error titled by FB001, its message opening
+    ``Pinned layout:`` where a blocked site's opens ``Blocked fold:``."""
+    path = tmp_path / "out.hlo.txt"
+    path.write_text(wide_gradient("out", WIDE_SHARDING, last="s"))
+    head = tmp_path / "head.hlo.txt"
+    head.write_text(hlo_texts.HEAD.replace("EMB", "512"))
+    status, found = annotations(run, path, head)
+    assert status == 1
+    assert [(m["level"], m["title"].split()[1], m["message"].split(": ")[0]) for m in found] == [
+        ("error", "FB001", "Pinned layout"),
+        ("error", "FB001", "Blocked fold"),
+    ]
+    message = found[0]["message"]
+    assert message.startswith("Pinned layout: weight gradient of params['w'], dot bf16[512,8,128]")

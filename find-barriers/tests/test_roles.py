@@ -1,12 +1,17 @@
 """Each site's role by where its value goes, on hand-written HLO: every way a value is followed,
 and the names a module gives."""
 
+import dataclasses
+
 from hlo_texts import ROLES
 
+from conftest import DATA
+from find_barriers._cost import Cost
 from find_barriers._flow import Flow
 from find_barriers._program import read_hlo
 from find_barriers._rules import rule_of
 from find_barriers._sites import find_sites
+from find_barriers._vocabulary import Placement, Role
 
 
 def roles() -> dict[str, tuple]:
@@ -53,3 +58,20 @@ def test_without_the_alias_the_update_names_no_parameter():
         None,
         "weight gradient (output 0)",
     )
+
+
+def test_a_weight_gradient_the_estimate_prices_at_nothing_is_fb005_and_only_that():
+    """FB005 takes a blocked weight gradient whose estimate is known and 0 bytes (the scan's,
+    stacked in its loop); the same site of unknown role or unknown cost stays FB001, as does one
+    of any cost; a constraint's stays FB002."""
+    free = find_sites(read_hlo((DATA / "scanned.hlo.txt").read_text()))[0]
+    assert (free.blocked, free.role, free.cost.bytes) == (True, Role.WEIGHT_GRADIENT, 0)
+    assert rule_of(free).code == "FB005"
+    unknown = dataclasses.replace(free, role=Role.UNKNOWN)
+    assert (unknown.cost.bytes, rule_of(unknown).code) == (0, "FB001")
+    assert rule_of(dataclasses.replace(free, cost=None)).code == "FB001"
+    wire = dataclasses.replace(free, cost=Cost(lost_reduce_scatter_bytes=1, basis=("4.7", "4.2")))
+    assert rule_of(wire).code == "FB001"  # stacked, but a lost reduce-scatter still costs
+    constrained = dataclasses.replace(free, placed_by=Placement.CONSTRAINT)
+    assert rule_of(constrained).code == "FB002"
+    assert roles()["t1"][3] == "FB001"  # priced: 512 bytes

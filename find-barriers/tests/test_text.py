@@ -5,6 +5,8 @@ line once, the stale baseline entries, the position note, and the run's total li
 import shutil
 
 import hlo_texts
+import pytest
+from hlo_texts import WIDE_SHARDING, wide_gradient
 
 from find_barriers._formats.wording import size
 
@@ -53,7 +55,7 @@ def test_blocked_sites_of_unknown_cost_come_first_the_priced_one_last(run, tmp_p
 def test_verbose_lists_the_blocked_sites_before_the_foldable_one(data, run):
     """``jax_checkpoint`` finds its foldable site first; the verbose listing puts it last."""
     _, out, _ = run(data / "jax_checkpoint.hlo.txt", "--verbose")
-    assert [code for code, _ in site_rows(out)] == ["FB001", "FB001", "FB001", ""]
+    assert [code for code, _ in site_rows(out)] == ["FB005", "FB005", "FB005", ""]
 
 
 def test_verbose_gives_a_kept_site_its_reason_and_a_foldable_one_a_line_alone(run, tmp_path):
@@ -114,13 +116,14 @@ def test_a_module_dumped_twice_is_listed_once_and_the_rest_after_it(data, run, t
     scanned = data / "scanned.hlo.txt"
     _, out, _ = run(first, again, scanned)
     assert [line.split(": ")[0] for line in headers(out)] == [str(first), str(scanned)]
-    assert [code for code, _ in site_rows(out)] == ["FB002"] * 2 + ["FB001"] * 3
+    assert [code for code, _ in site_rows(out)] == ["FB002"] * 2 + ["FB005"] * 3
 
 
 def test_each_rule_listed_in_any_module_gets_its_fix_line_once(data, run):
-    """A weight gradient in one module and a constraint in the next: both rules' fixes."""
+    """Weight gradients of no cost in one module and a constraint in the next: both rules'
+    fixes, by rule."""
     _, out, _ = run(data / "jax_checkpoint.hlo.txt", data / "constrained.hlo.txt")
-    assert fix_codes(out) == ["FB001", "FB002"]
+    assert fix_codes(out) == ["FB002", "FB005"]
 
 
 def test_stale_entries_follow_the_sites_and_bring_their_rules_fix(data, run, tmp_path):
@@ -154,11 +157,88 @@ def test_the_position_note_is_of_the_sites_listed(data, run, tmp_path):
 
 def test_quiet_names_the_via_line_only_where_a_site_has_one(data, run):
     """A constraint's site has no helper line: its quiet line ends with its chain; a layer
-    through ``jax.checkpoint`` ends with the helper's line."""
-    _, out, _ = run(data / "constrained.hlo.txt", data / "jax_checkpoint.hlo.txt", "--quiet")
+    through ``jax.checkpoint`` ends with the helper's line (listed under ``--min-bytes 0``: it
+    costs nothing by the estimate, FB005, and ``--quiet`` lists only the new sites)."""
+    argv = (data / "constrained.hlo.txt", data / "jax_checkpoint.hlo.txt", "--quiet")
+    _, out, _ = run(*argv, "--min-bytes", "0")
     lines = out.splitlines()
     assert len(lines) == 5
     assert all(
         line.endswith("dot f32[8,8] -> Sharding -> transpose f32[8,8]") for line in lines[:2]
     )
     assert all(line.endswith("(via /home/user/project/patterns.py:217)") for line in lines[2:])
+
+
+def wide_modules(folder, *kernels, sharding=WIDE_SHARDING):
+    """A module file of each :data:`~hlo_texts.WIDE_KERNELS` ``kernels``' gradient, a
+    ``Sharding`` call between (pinned) unless ``sharding`` is None (kept)."""
+    ops, last = ((sharding,), "s") if sharding else ((), "d")
+    return [
+        module_file(folder, f"{kernel}.hlo.txt", wide_gradient(kernel, *ops, last=last))
+        for kernel in kernels
+    ]
+
+
+def head_module(folder):
+    """:data:`~hlo_texts.HEAD` at emb 512 as a module file: one blocked site, 122.9 MB."""
+    return module_file(folder, "head.hlo.txt", hlo_texts.HEAD.replace("EMB", "512"))
+
+
+@pytest.mark.parametrize(
+    ("kernels", "head", "options", "total"),
+    [
+        ((), True, (), "1 blocked (1 new), 0 foldable, 0 kept"),
+        (("query",), False, (), "0 blocked, 1 pinned (1 new), 0 foldable, 0 kept"),
+        (("query", "out"), True, (), "1 blocked, 2 pinned (3 new), 0 foldable, 0 kept"),
+        (
+            ("query", "out"),
+            True,
+            ("--min-bytes", "3000000"),  # the query's 2.4 MB is below it, the others not
+            "1 blocked, 2 pinned (2 new, 1 below), 0 foldable, 0 kept",
+        ),
+    ],
+)
+def test_the_pinned_count_is_given_only_where_a_site_is_and_takes_the_statuses(
+    run, tmp_path, kernels, head, options, total
+):
+    """No pinned site: no pinned count, and the statuses follow the blocked count; one or more:
+    the statuses of the blocked and pinned sites together follow the pinned count, in each
+    module's header and in the run's total."""
+    paths = [*wide_modules(tmp_path, *kernels), *([head_module(tmp_path)] if head else [])]
+    _, out, _ = run(*paths, *options, "--verbose")
+    assert out.splitlines()[-1].split(": ", 2)[2].startswith(f"{total}; estimated cost ")
+    pinned = [True] * len(kernels) + [False] * head
+    assert [" pinned" in header for header in headers(out)] == pinned
+
+
+def test_a_wide_gradient_with_no_sharding_call_is_kept_and_not_counted_pinned(run, tmp_path):
+    """The swap with nothing between: kept, passing, and the count of pinned sites, 0, left out."""
+    status, out, _ = run(*wide_modules(tmp_path, "query", "out", sharding=None))
+    assert (status, out) == (
+        0,
+        "2 modules: 2 transpose-of-dot sites: 0 blocked, 0 foldable, 2 kept\n",
+    )
+
+
+def test_verbose_labels_a_pinned_site_pinned_with_its_rule_and_cost(run, tmp_path):
+    """A pinned site is listed as a finding: FB001, ``pinned`` in the verdict column where a
+    blocked one says ``blocked``, its estimated cost and the call's placement under it; a kept
+    one says why XLA keeps it."""
+    (pinned,) = wide_modules(tmp_path, "out")
+    kept = module_file(tmp_path, "kept.hlo.txt", wide_gradient("out", last="d"))
+    _, out, _ = run(pinned, head_module(tmp_path), kept, "--verbose")
+    rows = site_rows(out)
+    assert [(code, row[8:].split()[0]) for code, row in rows] == [
+        ("FB001", "pinned"),
+        ("FB001", "blocked"),
+        ("", "kept"),
+    ]
+    lines = out.splitlines()
+    under = lines[lines.index(rows[0][1]) + 1]
+    assert under == (
+        f"{SITE_INDENT}estimated 3.1 MB a step: 6 relayout copies (§4.3); Sharding call from an "
+        "explicit mesh's type"
+    )
+    assert lines[lines.index(rows[2][1]) + 1].startswith(
+        f"{SITE_INDENT}XLA keeps this transpose in either mode: the dot's rhs has 2 "
+    )

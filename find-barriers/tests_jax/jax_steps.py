@@ -1,5 +1,6 @@
 """Small steps in plain JAX, lowered, each showing what a reader of a lowered module must get right:
-a mesh in each shard mode, loops, a function called several times, a scanned stack, donation."""
+a mesh in each shard mode, loops, a function called several times, a scanned stack (on an explicit
+mesh too), donation, an attention query's kernel of three dimensions."""
 
 from __future__ import annotations
 
@@ -97,6 +98,42 @@ LAYERS = 4
 """The scanned stack's layers: its loop's trips."""
 
 
+def stacked_loss(params: dict, x: jax.Array) -> jax.Array:
+    """:func:`stack_loss` of the stacked kernel a parameter holds."""
+    return stack_loss(params["blocks"]["kernel"].value, x)
+
+
+def explicit_scanned() -> jax.stages.Lowered:
+    """:func:`stacked_loss` and its gradient, the batch sharded over an explicit mesh of
+    :data:`DEVICES`: the kernel's gradient, blocked, is stacked in the scan's loop, so the
+    estimate prices it at nothing (FB005, its only blocked site)."""
+    mesh = jax.make_mesh((DEVICES,), ("data",), axis_types=(AxisType.Explicit,))
+    with jax.set_mesh(mesh):
+        params = {"blocks": {"kernel": Param(jnp.ones((LAYERS, 16, 16)))}}
+        x = jax.device_put(jnp.ones((DEVICES, 16)), P("data"))
+        return jax.jit(jax.value_and_grad(stacked_loss)).lower(params, x)
+
+
+def query_loss(params: dict, x: jax.Array) -> jax.Array:
+    """An attention query's projection, its ``[emb, heads, head_dim]`` kernel gathered from
+    FSDP's shards before use, as an explicit mesh writes it."""
+    kernel = jax.sharding.reshard(params["query"]["kernel"].value, P())
+    return jnp.tanh(jnp.einsum("bse,ehd->bshd", x, kernel)).sum()
+
+
+def explicit_query() -> jax.stages.Lowered:
+    """:func:`query_loss` and its gradient on an explicit mesh of :data:`DEVICES`, the kernel
+    sharded on ``emb`` (FSDP), the batch on the same axis, not scanned: the kernel's gradient
+    dot, ``dq[b,s,h,d]`` by ``x[b,s,e]``, writes ``[h, d, e]``, transposed to the kernel's
+    order, which XLA keeps for its wide lhs, with a ``Sharding`` call between: pinned."""
+    mesh = jax.make_mesh((DEVICES,), ("fsdp",), axis_types=(AxisType.Explicit,))
+    with jax.set_mesh(mesh):
+        kernel = jax.device_put(jnp.ones((64, 2, 16)), P("fsdp"))
+        params = {"query": {"kernel": Param(kernel)}}
+        x = jax.device_put(jnp.ones((DEVICES, 4, 64)), P("fsdp"))
+        return jax.jit(jax.value_and_grad(query_loss)).lower(params, x)
+
+
 STEPS: dict[str, Callable[[], jax.stages.Lowered]] = {
     "plain": plain,
     "explicit": lambda: mesh_step("explicit"),
@@ -107,6 +144,8 @@ STEPS: dict[str, Callable[[], jax.stages.Lowered]] = {
     "scanned": lambda: jax.jit(jax.grad(stack_loss)).lower(
         jnp.ones((LAYERS, 8, 8)), jnp.ones((2, 8))
     ),
+    "explicit_scanned": explicit_scanned,
+    "explicit_query": explicit_query,
 }
 """Each step by name, lowered when called."""
 

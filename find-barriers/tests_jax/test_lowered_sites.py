@@ -14,6 +14,7 @@ import pytest
 import find_barriers
 from find_barriers import TransposeSite, find_sites, read_hlo, read_module
 from find_barriers._frames import readable
+from find_barriers._rules import rule_of
 from find_barriers._stablehlo import StableHLOProgram
 from find_barriers.jax import lowered_sites, output_names
 from tests_jax import jax_steps
@@ -59,6 +60,24 @@ def test_a_mesh_steps_weight_gradients_are_blocked_in_explicit_mode_only(mode, b
         ("layer.kernel", between, bool(between)),
     ]
     assert {site.role for site in found} == {"weight gradient"}
+
+
+def test_a_query_kernels_gradient_on_an_explicit_mesh_is_pinned_and_named_by_its_parameter():
+    """The einsum's weight gradient keeps its transpose for the dot's wide lhs (``dq``'s heads
+    and head_dim), and the ``Sharding`` call between pins it: FB001, at the query's line."""
+    (site,) = lowered_sites(lowered("explicit_query"))
+    assert (site.verdict, site.blocked, site.wide_swap) == ("pinned", True, True)
+    assert (site.parameter, site.output, site.role) == (
+        "params['query']['kernel'].value",
+        "query.kernel",
+        "weight gradient",
+    )
+    assert site.chain == "dot f32[2,16,64] -> Sharding -> transpose f32[64,2,16]"
+    assert rule_of(site).code == "FB001"
+    assert site.cost.basis[:2] == ("4.3", "4.7")  # copied in only: its lhs is the wide one
+    einsum = '    return jnp.tanh(jnp.einsum("bse,ehd->bshd", x, kernel)).sum()'
+    line = inspect.getsource(jax_steps).splitlines().index(einsum) + 1
+    assert readable(site.user_line) == f"tests_jax/jax_steps.py:{line}"
 
 
 def test_a_donated_parameter_names_the_gradient_that_updates_it():

@@ -47,6 +47,22 @@ def test_ignoring_the_rule_or_a_threshold_above_the_cost_passes():
         assert_no_blocked_folds(lowered("explicit"), min_bytes=1)
 
 
+def test_a_step_whose_only_blocked_site_costs_nothing_passes_unless_min_bytes_is_0():
+    """The explicit mesh's scanned stack: its kernel's gradient is stacked in the scan, so the
+    estimate prices it at nothing (FB005); the default, ``min_bytes=1``, passes it, ``0`` fails
+    on it."""
+    assert_no_blocked_folds(lowered("explicit_scanned"))
+    with pytest.raises(AssertionError) as failure:
+        assert_no_blocked_folds(lowered("explicit_scanned"), min_bytes=0)
+    lines = str(failure.value).splitlines()
+    assert lines[0] == "jit_stacked_loss: 1 new blocked site"
+    assert [line.split()[:2] for line in lines if "weight gradient of" in line] == [
+        ["FB005", "blocked"]
+    ]
+    assert lines[-1].startswith("FB005 fix: ")
+    assert_no_blocked_folds(lowered("explicit_scanned"), min_bytes=0, ignore=["FB005"])
+
+
 def test_bad_input_names_the_problem(tmp_path):
     with pytest.raises(ValueError, match="FB999: no such rule"):
         assert_no_blocked_folds(lowered("auto"), ignore=["FB999"])
@@ -57,17 +73,18 @@ def test_bad_input_names_the_problem(tmp_path):
 TEST_FILE = """
 from tests_jax.jax_steps import lowered
 
-def test_explicit(assert_no_blocked_folds):
-    assert_no_blocked_folds(lowered("explicit"))
+def test_step(assert_no_blocked_folds):
+    assert_no_blocked_folds(lowered("STEP"))
 """
+"""A project's test of step ``STEP`` (:data:`~tests_jax.jax_steps.STEPS`) by the fixture."""
 
 
-def run_plugin(pytester: pytest.Pytester, ini: str) -> pytest.RunResult:
-    """The fixture's test in a fresh project whose ini file is ``ini``, in a subprocess that loads
-    plugins from their entry points, as a user's run does."""
+def run_plugin(pytester: pytest.Pytester, ini: str, step: str = "explicit") -> pytest.RunResult:
+    """The fixture's test of ``step`` in a fresh project whose ini file is ``ini``, in a
+    subprocess that loads plugins from their entry points, as a user's run does."""
     pytester.makeini(f"[pytest]\n{ini}")
     pytester.makeconftest("import tests_jax.conftest  # JAX's CPU devices, as in this suite\n")
-    pytester.makepyfile(test_step=TEST_FILE)
+    pytester.makepyfile(test_step=TEST_FILE.replace("STEP", step))
     return pytester.runpytest_subprocess("-p", "no:cacheprovider")
 
 
@@ -85,6 +102,17 @@ def test_the_plugin_gives_the_fixture_with_the_projects_baseline(project: pytest
     write_baseline(lowered("explicit"), project.path / "barriers.json")
     run_plugin(project, "find_barriers_baseline = barriers.json").assert_outcomes(passed=1)
     run_plugin(project, "find_barriers_min_bytes = 1000000000000").assert_outcomes(passed=1)
+
+
+def test_the_plugins_default_passes_a_step_whose_only_blocked_site_costs_nothing(
+    project: pytest.Pytester,
+):
+    """No ``find_barriers_min_bytes``: 1, so the scanned stack's FB005 site passes; ``0`` fails
+    on it."""
+    run_plugin(project, "", "explicit_scanned").assert_outcomes(passed=1)
+    failed = run_plugin(project, "find_barriers_min_bytes = 0", "explicit_scanned")
+    failed.assert_outcomes(failed=1)
+    failed.stdout.fnmatch_lines(["*jit_stacked_loss: 1 new blocked site*", "*FB005 blocked*"])
 
 
 def test_the_plugin_refuses_a_threshold_that_is_not_bytes(project: pytest.Pytester):

@@ -17,11 +17,12 @@ import subprocess
 import sys
 import tempfile
 import tomllib
+from collections import Counter
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from find_barriers import RULES, find_sites, read_hlo, rule_of
+from find_barriers import Module, check_module, read_hlo, rule_of
 
 RECORD = Path(__file__).with_name("field_record.json")
 """Where ``nox -s field`` records the field, which the MaxText guide renders.
@@ -117,11 +118,12 @@ def kept_dump(folder: Path, name: str) -> str:
 
 
 def find_barriers_facts(before: str) -> dict[str, Any]:
-    """What find-barriers says of the module JAX hands XLA: its blocked sites by rule, their
-    estimated relayout-copy and lost reduce-scatter bytes a step (:class:`find_barriers.Cost`),
-    the parameters blocked, and its exit status with ``--min-bytes 1`` (a weight gradient the
-    estimate prices at nothing does not fail)."""
-    sites = [site for site in find_sites(read_hlo(before)) if site.blocked]
+    """What find-barriers says of the module JAX hands XLA, as its command line would: its blocked
+    sites by rule, their estimated relayout-copy and lost reduce-scatter bytes a step
+    (:class:`find_barriers.Cost`), the parameters blocked, and its exit status (a weight gradient
+    the estimate prices at nothing, ``FB005``, does not fail)."""
+    checked = check_module(Module("before_optimizations", read_hlo(before)), Counter())
+    sites = [finding.site for finding in checked.findings if finding.status is not None]
     rules = [rule.code for site in sites if (rule := rule_of(site))]
     costs = [site.cost for site in sites if site.cost is not None]
     return {
@@ -130,7 +132,7 @@ def find_barriers_facts(before: str) -> dict[str, Any]:
         "relayout_copy_bytes": sum(cost.relayout_copy_bytes for cost in costs),
         "lost_reduce_scatter_bytes": sum(cost.lost_reduce_scatter_bytes for cost in costs),
         "parameters": sorted({site.parameter for site in sites if site.parameter}),
-        "exit_status": int(any(map(_costs, sites))),
+        "exit_status": int(bool(checked.new)),
     }
 
 
@@ -172,9 +174,3 @@ def field_rows(record: dict) -> list[dict[str, Any]]:
             }
         )
     return rows
-
-
-def _costs(site) -> bool:
-    """Whether a blocked site fails the check with ``--min-bytes 1``."""
-    unpriced = rule_of(site) is not RULES["FB001"] or site.cost is None
-    return unpriced or site.cost.bytes >= 1

@@ -7,7 +7,7 @@ step in a test."""
 
 import sys
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 if sys.version_info >= (3, 10):  # noqa: UP036 - an older one is told what to install
     from find_barriers._check import Checked, Finding, Result, check, check_module

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 from find_barriers import _baseline as baseline
 from find_barriers._dumps import Module, read_modules
-from find_barriers._rules import WEIGHT_GRADIENT, rule_of
+from find_barriers._rules import PRICED as PRICED_RULES
+from find_barriers._rules import rule_of
 from find_barriers._sites import TransposeSite, find_sites
 from find_barriers._vocabulary import Status, Verdict
 
@@ -97,7 +98,7 @@ def check(
     baseline_file: str | None = None,
     ignored: frozenset[str] = frozenset(),
     path_map: Sequence[tuple[str, str]] = (),
-    min_bytes: int = 0,
+    min_bytes: int = 1,
 ) -> Result:
     """Every module ``paths`` name (``pattern`` narrowing them), its sites, each blocked site's
     status: ignored (its rule is), accepted (the baseline file covers it), below (a weight
@@ -119,7 +120,7 @@ def check(
 
 
 def check_module(
-    module: Module, left: Counter, ignored: frozenset[str] = frozenset(), min_bytes: int = 0
+    module: Module, left: Counter, ignored: frozenset[str] = frozenset(), min_bytes: int = 1
 ) -> Checked:
     """``module``'s sites, each blocked one's status as :func:`check` gives it; the baseline
     entries it matches are taken from ``left`` (entries by tag, with their counts)."""
@@ -130,7 +131,7 @@ def check_module(
         if status is Status.NEW and left[tag := baseline.tag(baseline.key(module, site))] > 0:
             left[tag] -= 1
             status = Status.ACCEPTED
-        cost = site.cost if rule is WEIGHT_GRADIENT else None
+        cost = site.cost if rule in PRICED_RULES else None
         if status is Status.NEW and cost is not None and cost.bytes < min_bytes:
             status = Status.BELOW
         findings.append(Finding(site, status))

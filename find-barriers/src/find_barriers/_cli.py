@@ -91,10 +91,10 @@ def parser() -> Parser:
     add(
         "--min-bytes",
         type=nonnegative,
-        default=0,
+        default=1,
         metavar="N",  # pragma: no mutate
         help="fail on a blocked weight gradient only if its estimated cost is N bytes a step or "  # pragma: no mutate
-        "more (default 0: every one; 1: any cost)",  # pragma: no mutate
+        "more (default 1: any cost; 0: every one, FB005 too)",  # pragma: no mutate
     )
     add(
         "--ignore",

@@ -9,10 +9,14 @@ module JAX hands XLA, by the two mechanisms MaxText's design doc measured on TPU
   and writing one device's shard. None are counted where the gradient is summed with another
   contribution first (a tied table's lookup, whose head never has an optimizer chain of its own:
   [§4.6][tied]) or stacked into a loop's state (a scanned layer, gradient accumulation: the loop's
-  buffers keep one layout, [§4.7][loop]), nor where TPU stores the shard as the gradient comes:
-  its last dimension does not fill whole 128-element tiles and the one the gradient holds
-  minor-most does, so TPU's layout assignment keeps that one minor-most ([§4.1][root]: under
-  tp4 it "chose ``{0,1}`` entry and paid nothing"). Not estimated: the tied table's convert tax (§4.6) and
+  buffers keep one layout, [§4.7][loop]), nor where exactly one of the shard's last dimension
+  and the one the gradient holds minor-most fills whole 128-element tiles, so TPU's layout
+  assignment keeps that one minor-most ([§4.1][root]: under tp4 it "chose ``{0,1}`` entry and
+  paid nothing"). A pinned gradient (``Verdict.PINNED``: the transpose XLA's simplifier keeps,
+  [§4.8][dense]) whose dot's lhs has several non-contracting dimensions, an attention query's,
+  is copied out in auto mode too, so only the copies in are counted ([§4.7][loop] lists three
+  for each of gemma3's q, k and v). These last rules were measured with libtpu's compiler.
+  Not estimated: the tied table's convert tax (§4.6) and
   the penalty the doc measured inside a loop, a median +0.463% of a step at healthy depths
   ([§4.8][dense]).
 - **A lost reduce-scatter** ([§4.2][scatter]): where the parameter is sharded on the dimension the
@@ -109,19 +113,25 @@ class Costs:
         self.flow = flow
         self.loops: dict[str, bool] = {}
 
-    def of(self, transpose: Instruction, dot: Instruction, weight: Instruction) -> Cost:
+    def of(
+        self, transpose: Instruction, dot: Instruction, weight: Instruction, lhs_wide: bool = False
+    ) -> Cost:
         """The estimated cost of the blocked fold of ``transpose(dot)``, the gradient of the entry
-        parameter ``weight``."""
+        parameter ``weight``. ``lhs_wide``: the transpose is pinned and the dot's lhs has several
+        non-contracting dimensions (an attention query's gradient), where auto mode, too, copies
+        the updated arrays out, so explicit adds only the copies in (§4.7 counts three for each
+        of gemma3's q, k and v; measured with libtpu in ``tests/test_tpu_compile.py``)."""
         lost = self._lost_reduce_scatter(transpose, dot, weight)
         stacked = self._stacked(transpose.name)
         scatter = ("4.2",) if lost else ()
         if stacked or self._summed(transpose.name):
             why = ("4.7", "4.8") if stacked else ("4.6",)
             return Cost(lost_reduce_scatter_bytes=lost, basis=why + scatter)
-        if _stored_as_the_gradient(transpose, weight):
+        if _laid_out_without_copies(transpose, weight):
             return Cost(lost_reduce_scatter_bytes=lost, basis=("4.1", *scatter))
-        copies = 2 * len(self._updated(transpose, weight))  # in, then out
-        return Cost(copies, 2 * copies * shard_bytes(weight), lost, ("4.3", *scatter))
+        copies = (1 if lhs_wide else 2) * len(self._updated(transpose, weight))  # in (and out)
+        basis = ("4.3", "4.7") if lhs_wide else ("4.3",)
+        return Cost(copies, 2 * copies * shard_bytes(weight), lost, (*basis, *scatter))
 
     def _updated(self, transpose: Instruction, weight: Instruction) -> list[int]:
         """The step's outputs the gradient reaches that hold the parameter's elements: its update
@@ -203,14 +213,16 @@ class Costs:
         return (shards - 1) * shape_bytes(dot.shape) // shards
 
 
-def _stored_as_the_gradient(transpose: Instruction, weight: Instruction) -> bool:
-    """Whether TPU's layout assignment stores the parameter's shard as the gradient comes: the
-    stored minor-most dimension (the last) does not fill whole tiles of :data:`TILE` elements and
-    the one the dot writes minor-most does, so the shard is kept with that one minor-most and
-    needs no copy (§4.1, tp4: "it chose ``{0,1}`` entry and paid nothing")."""
+def _laid_out_without_copies(transpose: Instruction, weight: Instruction) -> bool:
+    """Whether TPU's layout assignment needs no copy of the parameter's shard: exactly one of the
+    stored minor-most dimension (the last) and the one the dot writes minor-most fills whole
+    tiles of :data:`TILE` elements, and TPU keeps that one minor-most: it stores the shard as the
+    gradient comes (§4.1, tp4: "it chose ``{0,1}`` entry and paid nothing"), or lays the dot out
+    as the shard is stored (measured with libtpu: ``tests/test_tpu_compile.py`` in the guides'
+    repository)."""
     shard = shard_dims(weight)
     minor = _written_minor_most(transpose, len(shard))
-    return minor is not None and shard[-1] % TILE != 0 and shard[minor] % TILE == 0
+    return minor is not None and (shard[-1] % TILE == 0) != (shard[minor] % TILE == 0)
 
 
 def _written_minor_most(transpose: Instruction, rank: int) -> int | None:

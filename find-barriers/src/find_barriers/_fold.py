@@ -58,6 +58,11 @@ def no_fold(
     if order != swap:
         shown = ",".join(map(str, order))
         return f"the transpose moves more than the last two dimensions ({{{shown}}})"
+    return _shared(program, chain, dot)
+
+
+def _shared(program: Program, chain: Sequence[Instruction], dot: Instruction) -> str | None:
+    """Which of the dot and the ops between has another user, as :func:`no_fold` says it."""
     held = {dot.name, *(op.name for op in chain)}
     for value in (dot, *chain):  # with the calls gone, the dot's users are all of these
         users = len(program.users(value.name))  # a tuple's: those that read it whole
@@ -67,3 +72,39 @@ def no_fold(
         if users > 1:
             return f"the {value.opcode} has {users} users"  # pragma: no mutate
     return None
+
+
+def free_dims(program: Program, dot: Instruction) -> tuple[int, int] | None:
+    """How many non-contracting dimensions each of the dot's operands has, lhs first; None where
+    the dot has batch dimensions or an operand's rank is unknown."""
+    counts = []
+    for side, operand in zip(("lhs", "rhs"), dot.operands, strict=False):
+        if attribute_dims(dot.attributes, f"{side}_batch_dims"):
+            return None
+        inst = program.by_name.get(operand)
+        arrays = array_shapes(inst.shape) if inst else []
+        if len(arrays) != 1:
+            return None
+        counts.append(
+            len(arrays[0][1]) - len(attribute_dims(dot.attributes, f"{side}_contracting_dims"))
+        )
+    return (counts[0], counts[1]) if len(counts) == 2 else None
+
+
+def swaps_wide_operands(
+    program: Program, transpose: Instruction, chain: Sequence[Instruction], dot: Instruction
+) -> bool:
+    """Whether ``transpose`` only puts the dot's rhs dimensions before its lhs ones, the dot
+    having no batch dimensions and an operand more than one non-contracting dimension: the
+    ``dot(b, a)`` XLA's simplifier will not make, as :func:`no_fold` says, though nothing else
+    stands in the way (only ``Sharding`` calls and ops that change nothing between, no other
+    user)."""
+    counts = free_dims(program, dot)
+    if counts is None or max(counts) < 2:
+        return False
+    if any(op.opcode not in _REMOVED and not is_sharding_call(op) for op in chain):
+        return False
+    lhs, rhs = counts
+    swapped = (*range(lhs, lhs + rhs), *range(lhs))
+    order = attribute_dims(transpose.attributes, "dimensions")
+    return order == swapped and _shared(program, chain, dot) is None

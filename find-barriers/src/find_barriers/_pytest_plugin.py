@@ -22,8 +22,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "find_barriers_min_bytes",
         "find-barriers: fail on a blocked weight gradient only if its estimated cost is this "
-        "many bytes a step or more",
-        default="0",
+        "many bytes a step or more (default 1: one the estimate prices at nothing passes)",
+        default="1",
     )
 
 

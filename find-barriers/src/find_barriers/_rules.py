@@ -60,18 +60,36 @@ STALE_ENTRY = Rule(
     "fails the check; --strict-baseline makes a stale entry fail it now",
     "guides/check_a_run.html#stale-baseline",
 )
-RULES = {rule.code: rule for rule in (WEIGHT_GRADIENT, CONSTRAINT, OTHER_FOLD, STALE_ENTRY)}
+COSTLESS = Rule(
+    "FB005",
+    "blocked-weight-gradient-at-no-cost",
+    "An explicit mesh's Sharding call blocks the fold of a weight gradient the estimate prices at "
+    "nothing",
+    "nothing to gain by the estimate (the gradient is summed with another or stacked in a loop "
+    "before the optimizer reads it, TPU lays it out without a copy, or no output holds it); it "
+    "passes unless --min-bytes is 0, and a TPU profile says whether it costs your step",
+    "guides/check_a_run.html#estimated-cost",
+)
+RULES = {
+    rule.code: rule for rule in (WEIGHT_GRADIENT, CONSTRAINT, OTHER_FOLD, STALE_ENTRY, COSTLESS)
+}
 """Every rule, by ID."""
+PRICED = frozenset({WEIGHT_GRADIENT, COSTLESS})
+"""The rules of a weight gradient, whose findings carry the estimate of what they cost."""
 
 
 def rule_of(site: TransposeSite) -> Rule | None:
     """The rule a site breaks: None unless a ``Sharding`` call blocks a fold XLA would make; a site
-    whose role is unknown is taken as a weight gradient, never as a fold no rewrite pays for."""
+    whose role is unknown is taken as a weight gradient, never as a fold no rewrite pays for, and
+    never as one that costs nothing."""
     if not site.blocked:
         return None
     if site.placed_by is Placement.CONSTRAINT:
         return CONSTRAINT
-    return OTHER_FOLD if site.role in (Role.FORWARD, Role.ACTIVATION_GRADIENT) else WEIGHT_GRADIENT
+    if site.role in (Role.FORWARD, Role.ACTIVATION_GRADIENT):
+        return OTHER_FOLD
+    free = site.role is Role.WEIGHT_GRADIENT and site.cost is not None and not site.cost.bytes
+    return COSTLESS if free else WEIGHT_GRADIENT
 
 
 def parse_codes(text: str) -> set[str]:

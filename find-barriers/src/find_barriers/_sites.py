@@ -55,6 +55,8 @@ class TransposeSite:
             looked for in the backward pass only (a forward value names no parameter).
         trips: how many times it runs per step (None: unknown).
         no_fold: why XLA's simplifier would keep the transpose anyway (None: it would fold it).
+        wide_swap: whether the transpose only puts the dot's rhs dimensions before its lhs ones,
+            one operand having several non-contracting dimensions.
         stack: the dot's Python stack, innermost first.
         user_line: the layer's own line: the innermost user frame, or, where a helper several
             layers share makes the dot (``via``), the first frame out of it.
@@ -76,6 +78,7 @@ class TransposeSite:
     output: int | str | None = None
     trips: int | None = 1
     no_fold: str | None = None
+    wide_swap: bool = False
     stack: tuple[Frame, ...] = ()
     user_line: Frame | None = None
     via: Frame | None = None
@@ -88,15 +91,21 @@ class TransposeSite:
     @property
     def verdict(self) -> Verdict:
         """``blocked``: XLA would fold it but a ``Sharding`` call stands between; ``foldable``: it
-        folds; ``kept``: XLA keeps the transpose whatever stands between (``no_fold`` says why)."""
-        if self.no_fold is not None:
-            return Verdict.KEPT
-        return Verdict.BLOCKED if "Sharding" in self.between else Verdict.FOLDABLE
+        folds; ``kept``: XLA keeps the transpose whatever stands between (``no_fold`` says why);
+        ``pinned``: a weight gradient's transpose XLA's simplifier keeps only because a dot operand
+        has several non-contracting dimensions, with a ``Sharding`` call between, which stops
+        TPU's layout assignment from giving the gradient its parameter's layout (§4.8)."""
+        sharded = "Sharding" in self.between
+        if self.no_fold is None:
+            return Verdict.BLOCKED if sharded else Verdict.FOLDABLE
+        weight = self.role is Role.WEIGHT_GRADIENT
+        return Verdict.PINNED if self.wide_swap and sharded and weight else Verdict.KEPT
 
     @property
     def blocked(self) -> bool:
-        """Whether a ``Sharding`` call blocks a fold XLA would otherwise make."""
-        return self.verdict is Verdict.BLOCKED
+        """Whether a ``Sharding`` call blocks what XLA would otherwise do: fold the transpose, or,
+        where it is pinned, lay the weight gradient out as its parameter on TPU."""
+        return self.verdict in (Verdict.BLOCKED, Verdict.PINNED)
 
     @property
     def source(self) -> Frame | None:
@@ -193,22 +202,24 @@ def find_sites(program: Program | Module) -> list[TransposeSite]:
         sizes = array_shapes(inst.shape)[0][1]
         weight = parameters.of(origin, sizes) if backward else None
         named = weight or _updated(program, reach)
-        blocked = "Sharding" in between and phase != FORWARD
-        sites.append(
-            TransposeSite(
-                *(inst.name, shapes[0], origin.name, between, shapes[1]),
-                op_name=program.op_name(origin),
-                output=output,
-                no_fold=fold.no_fold(program, inst, chain, origin),
-                trips=count(comp),
-                stack=program.stack(origin),
-                parameter=named and (program.op_name(named) or named.name),
-                role=role(phase, weight and weight.name, reach),
-                placed_by=placed[0],
-                placed_at=placed[1],
-                cost=costs.of(inst, origin, named) if blocked and named else None,
-            )
+        wide = fold.swaps_wide_operands(program, inst, chain, origin)
+        site = TransposeSite(
+            *(inst.name, shapes[0], origin.name, between, shapes[1]),
+            op_name=program.op_name(origin),
+            output=output,
+            no_fold=fold.no_fold(program, inst, chain, origin),
+            wide_swap=wide,
+            trips=count(comp),
+            stack=program.stack(origin),
+            parameter=named and (program.op_name(named) or named.name),
+            role=role(phase, weight and weight.name, reach),
+            placed_by=placed[0],
+            placed_at=placed[1],
         )
+        if site.blocked and named:
+            lhs_wide = wide and (fold.free_dims(program, origin) or (0, 0))[0] > 1
+            site = dataclasses.replace(site, cost=costs.of(inst, origin, named, lhs_wide))
+        sites.append(site)
     known = [user_frames(stack) for stack in program.known_stacks()] if sites else []
     lines = layer_lines([site.user_stack for site in sites], known)
     return sorted(

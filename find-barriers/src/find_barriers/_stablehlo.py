@@ -6,6 +6,7 @@ llama2-7b step's tens of thousands)."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
@@ -102,10 +103,14 @@ class StableHLOProgram:
             if op.operation.name == "func.func":
                 self._computation(symbol(op.attributes["sym_name"]), op.regions[0].blocks[0])
         main = self.computations[self.entry].block.owner.operation
+        meshes = _meshes(module)
+        self.shardings: dict[int, str] = {}  # entry argument -> its sharding, as HLO prints it
         if "arg_attrs" in main.attributes:
             for number, attributes in enumerate(main.attributes["arg_attrs"]):
                 if "tf.aliasing_output" in attributes:
                     self.aliases[attributes["tf.aliasing_output"].value] = number
+                if "sdy.sharding" in attributes:
+                    self.shardings[number] = _hlo_sharding(str(attributes["sdy.sharding"]), meshes)
         module.operation.walk(self._visit)
 
     def _visit(self, op: Any) -> ir.WalkResult:
@@ -196,7 +201,8 @@ class StableHLOProgram:
                 return Instruction(name, self._tuple_shape(loop.operands), "tuple", operands, "")
             case _Argument(comp, index):
                 shape = self._shape(self.computations[comp].block.arguments[index])
-                return Instruction(name, shape, "parameter", (str(index),), "")
+                sharding = self.shardings.get(index, "") if comp == self.entry else ""
+                return Instruction(name, shape, "parameter", (str(index),), sharding)
             case _State(comp):
                 shape = self._tuple_shape(self.computations[comp].block.arguments)
                 return Instruction(name, shape, "parameter", ("0",), "")
@@ -327,3 +333,30 @@ class StableHLOProgram:
         if found is None or found.state or index >= len(found.block.arguments):
             return None
         return self._register(f"{computation}.arg{index}", _Argument(computation, index))
+
+
+def _meshes(module: Any) -> dict[str, str]:
+    """The module's Shardy meshes by name, each as HLO prints one: ``'fsdp'=4, 'data'=2``."""
+    found = {}
+    for op in module.body.operations:
+        if op.operation.name == "sdy.mesh":
+            axes = re.findall(r'"([^"]+)"\s*=\s*(\d+)', str(op.attributes["mesh"]))
+            found[str(op.attributes["sym_name"]).strip('"')] = ", ".join(
+                f"'{a}'={n}" for a, n in axes
+            )
+    return found
+
+
+def _hlo_sharding(text: str, meshes: Mapping[str, str]) -> str:
+    """An argument's ``#sdy.sharding<@mesh, [{"fsdp"}, {}]>`` as HLO prints a parameter's:
+    ``, sharding={mesh['fsdp'=4], [{'fsdp'}, {}]}``; empty for a mesh the module does not name.
+
+    >>> _hlo_sharding('#sdy.sharding<@mesh, [{"fsdp"}, {}, {?}]>', {"mesh": "'fsdp'=4"})
+    ", sharding={mesh['fsdp'=4], [{'fsdp'}, {}, {}]}"
+    """
+    found = re.match(r"#sdy\.sharding<@([\w.$-]+), \[(.*?)\]", text)
+    if not found or found[1] not in meshes:
+        return ""
+    dims = re.findall(r"\{([^}]*)\}", found[2])
+    axes = [", ".join(f"'{a}'" for a in re.findall(r'"([^"]+)"', d)) for d in dims]
+    return f", sharding={{mesh[{meshes[found[1]]}], [{', '.join(f'{{{a}}}' for a in axes)}]}}"

@@ -15,9 +15,12 @@ class _Word(str, enum.Enum):
 
 class Verdict(_Word):
     """What XLA does with a site's transpose: ``blocked`` (a ``Sharding`` call stops the fold),
-    ``foldable``, or ``kept`` (XLA keeps it in either mode)."""
+    ``pinned`` (XLA's simplifier keeps a weight gradient's transpose in either mode, and a
+    ``Sharding`` call stops TPU's layout assignment from making it free), ``foldable``, or
+    ``kept`` (XLA keeps it in either mode)."""
 
     BLOCKED = "blocked"
+    PINNED = "pinned"
     FOLDABLE = "foldable"
     KEPT = "kept"
 

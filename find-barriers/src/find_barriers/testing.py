@@ -49,7 +49,7 @@ def assert_no_blocked_folds(
     lowered: jax.stages.Lowered,
     baseline: str | os.PathLike[str] | None = None,
     *,
-    min_bytes: int = 0,
+    min_bytes: int = 1,
     ignore: Iterable[str] = (),
 ) -> None:
     """Fail where ``lowered`` (``jax.jit(step).lower(...)``) has a new blocked site, as
@@ -59,7 +59,7 @@ def assert_no_blocked_folds(
         lowered: the lowered training step.
         baseline: a file of accepted sites (:func:`write_baseline`, or ``--write-baseline``).
         min_bytes: fail on a blocked weight gradient only if its estimated cost is this many
-            bytes a step or more.
+            bytes a step or more; the default, 1, passes one priced at nothing (FB005).
         ignore: rule IDs not to fail on (``"FB003"``).
 
     Raises:

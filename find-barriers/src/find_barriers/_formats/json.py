@@ -14,7 +14,7 @@ from find_barriers._frames import readable
 from find_barriers._rules import rule_of
 from find_barriers._vocabulary import Status, Verdict
 
-SCHEMA = "find-barriers/4"
+SCHEMA = "find-barriers/5"
 """The JSON output's ``schema``: its name and version, raised when a field changes meaning."""
 
 

@@ -10,7 +10,7 @@ from find_barriers._check import Finding, Result
 from find_barriers._formats.options import Options
 from find_barriers._formats.wording import costing, fix, size
 from find_barriers._frames import readable
-from find_barriers._rules import RULES, STALE_ENTRY, WEIGHT_GRADIENT, Rule, rule_of
+from find_barriers._rules import PRICED, RULES, STALE_ENTRY, Rule, rule_of
 from find_barriers._sites import BY_POSITION_NOTE, TransposeSite
 from find_barriers._vocabulary import Placement, Status, Verdict
 
@@ -38,7 +38,7 @@ def site_lines(finding: Finding) -> list[str]:
         placed = "an explicit mesh's type"  # pragma: no mutate
         if site.placed_by is Placement.CONSTRAINT:
             placed = f"your with_sharding_constraint at {readable(site.placed_at) or '?'}"
-        priced = f"{costing(site)}; " if rule is WEIGHT_GRADIENT else ""  # pragma: no mutate
+        priced = f"{costing(site)}; " if rule in PRICED else ""  # pragma: no mutate
         lines.append(f"{'':16}{priced}Sharding call from {placed}")  # pragma: no mutate
     elif site.verdict is Verdict.KEPT:
         lines.append(f"{'':16}{fix(site)}")  # pragma: no mutate
@@ -47,12 +47,13 @@ def site_lines(finding: Finding) -> list[str]:
 
 def summary(findings: Sequence[Finding]) -> str:
     """``3 transpose-of-dot sites: 1 blocked (1 new), 2 foldable, 0 kept``: the statuses of the
-    blocked ones in brackets."""
+    blocked and pinned ones in brackets, after the pinned count where any is."""
     plural = "" if len(findings) == 1 else "s"  # pragma: no mutate
-    counts = [f"{sum(f.site.verdict is v for f in findings)} {v}" for v in Verdict]
+    tally = {v: sum(f.site.verdict is v for f in findings) for v in Verdict}
+    counts = [f"{n} {v}" for v, n in tally.items() if n or v is not Verdict.PINNED]
     statuses = [f.status for f in findings]
     if of_blocked := [f"{statuses.count(k)} {k}" for k in Status if k in statuses]:
-        counts[0] += f" ({', '.join(of_blocked)})"
+        counts[1 if tally[Verdict.PINNED] else 0] += f" ({', '.join(of_blocked)})"
     return f"{len(findings)} transpose-of-dot site{plural}: {', '.join(counts)}"
 
 

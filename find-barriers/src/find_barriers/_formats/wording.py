@@ -4,7 +4,7 @@ and the file and line it belongs to."""
 from __future__ import annotations
 
 from find_barriers._frames import readable
-from find_barriers._rules import WEIGHT_GRADIENT, rule_of
+from find_barriers._rules import PRICED, rule_of
 from find_barriers._sites import TransposeSite
 from find_barriers._vocabulary import Verdict
 
@@ -22,6 +22,15 @@ def size(nbytes: float) -> str:
     return f"{nbytes / 1e6:.1f} MB" if nbytes < 1e9 else f"{nbytes / 1e9:.2f} GB"
 
 
+_FREE = {
+    "4.6": "its gradient is summed with another gradient first",
+    "4.7": "its gradient is stacked in a loop",
+    "4.1": "TPU keeps the one of its dimensions that fills whole tiles minor-most",
+    "4.3": "no output of the step holds its elements to copy",
+}
+"""Why a weight gradient costs nothing by the estimate, by the first section of its basis."""
+
+
 def costing(site: TransposeSite) -> str:
     """A blocked site's estimated cost in words, with the design doc's sections it follows:
     ``196.6 MB a step: 6 relayout copies (§4.3)``; unknown where its parameter is."""
@@ -29,8 +38,7 @@ def costing(site: TransposeSite) -> str:
     if cost is None:
         return "cost unknown (no parameter to price)"  # pragma: no mutate
     if not cost.bytes:
-        why = "summed with another gradient first" if "4.6" in cost.basis else "stacked in a loop"
-        return f"no cost by the estimate: its gradient is {why} (§{cost.basis[0]})"
+        return f"no cost by the estimate: {_FREE[cost.basis[0]]} (§{cost.basis[0]})"
     parts = [f"{cost.relayout_copies} relayout copies (§4.3)"] * bool(cost.relayout_copies)
     parts += [f"{size(cost.lost_reduce_scatter_bytes)} lost to an all-reduce (§4.2)"] * bool(
         cost.lost_reduce_scatter_bytes
@@ -49,8 +57,9 @@ def fix(site: TransposeSite) -> str | None:
 
 def message(site: TransposeSite) -> str:
     """A finding in one sentence, with its cost and fix: what annotations and SARIF results say."""
-    priced = f" ({costing(site)})" if rule_of(site) is WEIGHT_GRADIENT else ""  # pragma: no mutate
-    return f"Blocked fold: {site.what}, {site.chain}{priced}. Fix: {fix(site)}"  # pragma: no mutate
+    priced = f" ({costing(site)})" if rule_of(site) in PRICED else ""  # pragma: no mutate
+    kind = "Pinned layout" if site.verdict is Verdict.PINNED else "Blocked fold"
+    return f"{kind}: {site.what}, {site.chain}{priced}. Fix: {fix(site)}"  # pragma: no mutate
 
 
 def place(module_path: str, site: TransposeSite) -> tuple[str, int | None]:
