@@ -21,9 +21,9 @@ from find_barriers._rules import RULES, parse_codes
 PIPE_CLOSED = 141
 """The exit status when the output's reader went away (``| head``): 128 + SIGPIPE, as shells say."""
 EPILOG = f"""exit status:
-  0    no new blocked site
-  1    new blocked sites: a Sharding call blocks a fold XLA's simplifier would make
-       (or, with --strict-baseline, a stale baseline entry)
+  0    no new blocked site (one estimated under --min-bytes, as FB005, is listed, not failed)
+  1    new blocked sites: a Sharding call blocks a fold XLA's simplifier would make, or pins a
+       weight gradient's layout on TPU (or, with --strict-baseline, a stale baseline entry)
   2    an error: bad input or options, an unsupported Python, or find-barriers itself failed
   {PIPE_CLOSED}  the output's reader went away (| head)
 
@@ -32,6 +32,7 @@ rules:
 
 A blocked weight gradient's cost is an estimate, in bytes a step and device, by the mechanisms
 MaxText's design doc measured on TPU: relayout copies (its 4.3), a lost reduce-scatter (4.2).
+One the estimate prices at nothing is FB005, which passes unless --min-bytes is 0.
 
 example:
   XLA_FLAGS="--xla_dump_to=dump --xla_dump_hlo_as_text" python train.py
