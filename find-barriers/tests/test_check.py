@@ -1,12 +1,15 @@
 """One run of the check through its API: each blocked site's status, modules dumped twice, and
 what accepting every new site leaves."""
 
+import dataclasses
 import shutil
 from collections import Counter
 
 from conftest import DATA
 from find_barriers import _baseline as baseline
+from find_barriers import _check
 from find_barriers._check import check, check_module
+from find_barriers._cost import Cost
 from find_barriers._dumps import Module, read_module
 from find_barriers._program import read_hlo
 from find_barriers._rules import rule_of
@@ -96,3 +99,16 @@ def test_a_site_the_baseline_accepts_is_accepted_below_min_bytes_too(tmp_path):
     result = check([scanned], baseline_file=str(file), min_bytes=1)
     assert set(statuses(result.modules[0].findings)) - {None} == {Status.ACCEPTED}
     assert result.stale == []
+
+
+def test_by_default_a_site_estimated_at_one_byte_fails(monkeypatch, run):
+    """The default threshold is 1 byte, in the API and on the command line: a weight gradient
+    estimated at exactly 1 byte is new, and 2 bytes' threshold passes it."""
+    path = DATA / "three_layers.hlo.txt"
+    site = _check.find_sites(read_module(str(path)))[0]
+    one_byte = dataclasses.replace(site, cost=Cost(lost_reduce_scatter_bytes=1))
+    monkeypatch.setattr(_check, "find_sites", lambda program: [one_byte])
+    assert statuses(check_module(read_module(str(path)), Counter()).findings) == [Status.NEW]
+    assert statuses(check([str(path)]).modules[0].findings) == [Status.NEW]
+    assert statuses(check([str(path)], min_bytes=2).modules[0].findings) == [Status.BELOW]
+    assert (run(path)[0], run(path, "--min-bytes", "2")[0]) == (1, 0)

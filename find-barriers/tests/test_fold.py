@@ -186,6 +186,12 @@ def test_an_operand_that_is_a_tuple_has_no_count():
     assert not swaps_wide_operands(program, transpose, chain, dot)
 
 
+def test_a_dot_of_one_operand_has_no_count():
+    """A dot with one operand (none XLA writes) has no count for a side it lacks."""
+    program, _, _, dot = wide_arguments(wide_gradient("query", WIDE_SHARDING, last="s"))
+    assert free_dims(program, dot._replace(operands=dot.operands[:1])) is None
+
+
 def test_only_sharding_calls_and_ops_that_change_nothing_may_stand_between_a_wide_swap():
     """As for the fold: a custom call other than ``Sharding`` (the sites never hold one: the
     search for a dot stops there) or an op that changes the value stands in the way."""

@@ -114,7 +114,7 @@ class Costs:
         self.loops: dict[str, bool] = {}
 
     def of(
-        self, transpose: Instruction, dot: Instruction, weight: Instruction, lhs_wide: bool = False
+        self, transpose: Instruction, dot: Instruction, weight: Instruction, lhs_wide: bool
     ) -> Cost:
         """The estimated cost of the blocked fold of ``transpose(dot)``, the gradient of the entry
         parameter ``weight``. ``lhs_wide``: the transpose is pinned and the dot's lhs has several
