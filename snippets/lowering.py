@@ -169,10 +169,9 @@ def every_mode_and_variant(base: StepConfig) -> list[StepConfig]:
 
 
 @dataclasses.dataclass(frozen=True)
-class Step:
-    """A jitted training step with its arguments on the mesh, ready to lower or call."""
+class JittedStep:
+    """A jitted step with its arguments on the mesh, ready to lower or call."""
 
-    config: StepConfig
     mesh: Mesh
     function: Any
     args: tuple
@@ -186,6 +185,13 @@ class Step:
         """Run the step once: ``(loss, grads)``, or ``(loss, params, opt_state)`` with an optimizer."""
         with jax.set_mesh(self.mesh):
             return self.function(*self.args)
+
+
+@dataclasses.dataclass(frozen=True)
+class Step(JittedStep):
+    """The flagship's training step, built from its :class:`StepConfig`."""
+
+    config: StepConfig
 
 
 def _placed(config: StepConfig, seed: int) -> tuple[Mesh, TinyLM]:
@@ -224,7 +230,7 @@ def build_step(config: StepConfig, seed: int = 0) -> Step:
     tokens, targets = jax.device_put((tokens, targets), NamedSharding(mesh, P(config.axes)))
     value_and_grad = jax.value_and_grad(loss_fn)
     if config.optimizer == "none":
-        return Step(config, mesh, jax.jit(value_and_grad), (model, tokens, targets))
+        return Step(mesh, jax.jit(value_and_grad), (model, tokens, targets), config)
     optimizer = optax.adamw(1e-3)
 
     def step(model, opt_state, tokens, targets):
@@ -234,7 +240,7 @@ def build_step(config: StepConfig, seed: int = 0) -> Step:
 
     with jax.set_mesh(mesh):
         opt_state = jax.jit(optimizer.init)(model)
-    return Step(config, mesh, jax.jit(step), (model, opt_state, tokens, targets))
+    return Step(mesh, jax.jit(step), (model, opt_state, tokens, targets), config)
 
 
 def build_head_step(config: StepConfig, seed: int = 0) -> Step:
@@ -250,4 +256,4 @@ def build_head_step(config: StepConfig, seed: int = 0) -> Step:
     targets = jax.random.randint(keys[1], (config.batch, config.seq), 0, config.vocab)
     x, targets = jax.device_put((x, targets), NamedSharding(mesh, P(config.axes)))
     step = jax.jit(jax.value_and_grad(loss_fn, argnums=(0, 1)))
-    return Step(config, mesh, step, (model.head, x, targets))
+    return Step(mesh, step, (model.head, x, targets), config)

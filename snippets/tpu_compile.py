@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import contextlib
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, Protocol
 
 import jax
 from jax.sharding import NamedSharding
 
 from snippets.devices import make_mesh
+from snippets.lowering import JittedStep
 from snippets.support.cli import SetupError
 
 TOPOLOGY = "v5p:2x2x1"
@@ -40,20 +40,7 @@ def tpu_devices(topology: str = TOPOLOGY) -> list:
     return list(topologies.get_topology_desc(topology_name=topology, platform="tpu").devices)
 
 
-class Jitted(Protocol):
-    """A jitted step with its mesh and its arguments on it (a :class:`~snippets.lowering.Step`)."""
-
-    @property
-    def mesh(self) -> jax.sharding.Mesh: ...
-
-    @property
-    def function(self) -> Any: ...
-
-    @property
-    def args(self) -> tuple: ...
-
-
-def compile_for_tpu(step: Jitted, topology: str = TOPOLOGY) -> str:
+def compile_for_tpu(step: JittedStep, topology: str = TOPOLOGY) -> str:
     """``step`` compiled for ``topology``: its mesh remade of the topology's devices (its shape,
     names and axis types), its arguments as shapes with their shardings there; the compiled
     program's text."""

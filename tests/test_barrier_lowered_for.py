@@ -29,7 +29,7 @@ def test_an_operation_lowered_per_platform_is_not_identical(monkeypatch):
     """The negative case: JAX 0.12 lowers ``cumsum`` per platform, a reduce-window on CPU and
     TPU, its own op on CUDA."""
     mesh = make_mesh((1,), ("data",), "explicit")
-    step = Step(BASE, mesh, jax.jit(jnp.cumsum), (jnp.arange(8.0),))
+    step = Step(mesh, jax.jit(jnp.cumsum), (jnp.arange(8.0),), BASE)
     monkeypatch.setattr(barrier, "build_step", lambda config: step)
     lowered = barrier.lowered_for(BASE)
     assert (lowered["tpu"]["identical_to_cpu"], lowered["tpu"]["diff"]) == (True, [])

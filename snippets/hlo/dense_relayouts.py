@@ -7,8 +7,6 @@ design doc)."""
 from __future__ import annotations
 
 import collections
-import dataclasses
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -18,6 +16,7 @@ from jax.sharding import PartitionSpec as P
 from find_barriers import array_shapes, find_sites, read_hlo
 from snippets.devices import make_mesh
 from snippets.hlo.compiled import parameter_copies
+from snippets.lowering import JittedStep
 
 KERNELS = {
     "query": ("emb heads head_dim", P("fsdp", None, None)),
@@ -46,22 +45,7 @@ def _loss(params: dict, x: jax.Array, mode: str) -> jax.Array:
     return jnp.mean(jnp.square(x.astype(jnp.float32)))
 
 
-@dataclasses.dataclass(frozen=True)
-class DenseStep:
-    """The layer's jitted step, its mesh and its arguments on it, as
-    :func:`~snippets.tpu_compile.compile_for_tpu` takes them."""
-
-    mesh: jax.sharding.Mesh
-    function: Any
-    args: tuple
-
-    def lower(self) -> jax.stages.Lowered:
-        """Lower the step under its mesh."""
-        with jax.set_mesh(self.mesh):
-            return self.function.lower(*self.args)
-
-
-def dense_step(mode: str, **sizes: int) -> DenseStep:
+def dense_step(mode: str, **sizes: int) -> JittedStep:
     """The layer's training step on four devices in ``mode``, its sizes :data:`SIZES` but for
     ``sizes``: gradients, then Adam's moments and update, the state donated."""
     mesh = make_mesh((4,), ("fsdp",), mode)
@@ -80,7 +64,7 @@ def dense_step(mode: str, **sizes: int) -> DenseStep:
     state = [{name: zeros(name) for name in KERNELS} for _ in range(3)]
     emb = (SIZES | sizes)["emb"]
     x = jax.device_put(jnp.zeros((8, 256, emb), jnp.bfloat16), NamedSharding(mesh, P("fsdp")))
-    return DenseStep(mesh, jax.jit(step, donate_argnums=(0, 1, 2)), (*state, x))
+    return JittedStep(mesh, jax.jit(step, donate_argnums=(0, 1, 2)), (*state, x))
 
 
 def kernel_shape(name: str, **sizes: int) -> tuple[int, ...]:
@@ -102,7 +86,7 @@ def copies_by_kernel(compiled: str, **sizes: int) -> dict[str, int]:
     return {name: found[name] for name in KERNELS}
 
 
-def estimated_copies(step: DenseStep) -> dict[str, int]:
+def estimated_copies(step: JittedStep) -> dict[str, int]:
     """find-barriers' estimate of each kernel's relayout copies, from the module ``step`` (in
     explicit mode) hands XLA:CPU."""
     module = read_hlo(step.lower().as_text(dialect="hlo", debug_info=True))
