@@ -39,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 
 from find_barriers._flow import Flow
+from find_barriers._fold import free_dims
 from find_barriers._program import (
     Instruction,
     Program,
@@ -113,14 +114,12 @@ class Costs:
         self.flow = flow
         self.loops: dict[str, bool] = {}
 
-    def of(
-        self, transpose: Instruction, dot: Instruction, weight: Instruction, lhs_wide: bool
-    ) -> Cost:
+    def of(self, transpose: Instruction, dot: Instruction, weight: Instruction) -> Cost:
         """The estimated cost of the blocked fold of ``transpose(dot)``, the gradient of the entry
-        parameter ``weight``. ``lhs_wide``: the transpose is pinned and the dot's lhs has several
-        non-contracting dimensions (an attention query's gradient), where auto mode, too, copies
-        the updated arrays out, so explicit adds only the copies in (§4.7 counts three for each
-        of gemma3's q, k and v; measured with libtpu in ``tests/test_tpu_compile.py``)."""
+        parameter ``weight``. Where the dot's lhs has several non-contracting dimensions (an
+        attention query's gradient, pinned), auto mode, too, copies the updated arrays out, so
+        explicit adds only the copies in (§4.7 counts three for each of gemma3's q, k and v;
+        measured with libtpu in ``tests/test_tpu_compile.py``)."""
         lost = self._lost_reduce_scatter(transpose, dot, weight)
         stacked = self._stacked(transpose.name)
         scatter = ("4.2",) if lost else ()
@@ -129,6 +128,8 @@ class Costs:
             return Cost(lost_reduce_scatter_bytes=lost, basis=why + scatter)
         if _laid_out_without_copies(transpose, weight):
             return Cost(lost_reduce_scatter_bytes=lost, basis=("4.1", *scatter))
+        counts = free_dims(self.program, dot)
+        lhs_wide = counts is not None and counts[0] > 1
         copies = (1 if lhs_wide else 2) * len(self._updated(transpose, weight))  # in (and out)
         basis = ("4.3", "4.7") if lhs_wide else ("4.3",)
         return Cost(copies, 2 * copies * shard_bytes(weight), lost, (*basis, *scatter))

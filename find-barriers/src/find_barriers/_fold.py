@@ -47,11 +47,7 @@ def no_fold(
     if others := [op for op in chain if op.opcode == "custom-call" and not is_sharding_call(op)]:
         return f"a custom call stands between: {others[0].attributes[:60]}"  # pragma: no mutate
     for side, operand in zip(("lhs", "rhs"), dot.operands, strict=False):
-        contracting = attribute_dims(dot.attributes, f"{side}_contracting_dims")
-        batch = attribute_dims(dot.attributes, f"{side}_batch_dims")
-        inst = program.by_name.get(operand)
-        arrays = array_shapes(inst.shape) if inst else []  # one array, or its rank is unknown
-        if len(arrays) == 1 and (free := len(arrays[0][1]) - len(contracting) - len(batch)) != 1:
+        if (free := _free(program, dot, side, operand)) not in (None, 1):
             return f"the dot's {side} has {free} non-contracting dimensions, not one"
     order = attribute_dims(transpose.attributes, "dimensions")
     swap = (*range(len(order) - 2), len(order) - 1, len(order) - 2)
@@ -77,18 +73,26 @@ def _shared(program: Program, chain: Sequence[Instruction], dot: Instruction) ->
 def free_dims(program: Program, dot: Instruction) -> tuple[int, int] | None:
     """How many non-contracting dimensions each of the dot's operands has, lhs first; None where
     the dot has batch dimensions or an operand's rank is unknown."""
-    counts = []
-    for side, operand in zip(("lhs", "rhs"), dot.operands, strict=False):
-        if attribute_dims(dot.attributes, f"{side}_batch_dims"):
-            return None
-        inst = program.by_name.get(operand)
-        arrays = array_shapes(inst.shape) if inst else []
-        if len(arrays) != 1:
-            return None
-        counts.append(
-            len(arrays[0][1]) - len(attribute_dims(dot.attributes, f"{side}_contracting_dims"))
-        )
-    return (counts[0], counts[1]) if len(counts) == 2 else None
+    sides = list(zip(("lhs", "rhs"), dot.operands, strict=False))
+    if any(attribute_dims(dot.attributes, f"{side}_batch_dims") for side, _ in sides):
+        return None
+    match [_free(program, dot, side, operand) for side, operand in sides]:
+        case [int(lhs), int(rhs)]:
+            return lhs, rhs
+    return None
+
+
+def _free(program: Program, dot: Instruction, side: str, operand: str) -> int | None:
+    """How many dimensions of the dot's ``side`` operand are neither contracting nor batch; None
+    where the module does not hold it as one array (its rank unknown)."""
+    inst = program.by_name.get(operand)
+    arrays = array_shapes(inst.shape) if inst else []
+    if len(arrays) != 1:
+        return None
+    taken = (
+        attribute_dims(dot.attributes, f"{side}_{kind}_dims") for kind in ("contracting", "batch")
+    )
+    return len(arrays[0][1]) - sum(map(len, taken))
 
 
 def swaps_wide_operands(

@@ -202,13 +202,12 @@ def find_sites(program: Program | Module) -> list[TransposeSite]:
         sizes = array_shapes(inst.shape)[0][1]
         weight = parameters.of(origin, sizes) if backward else None
         named = weight or _updated(program, reach)
-        wide = fold.swaps_wide_operands(program, inst, chain, origin)
         site = TransposeSite(
             *(inst.name, shapes[0], origin.name, between, shapes[1]),
             op_name=program.op_name(origin),
             output=output,
             no_fold=fold.no_fold(program, inst, chain, origin),
-            wide_swap=wide,
+            wide_swap=fold.swaps_wide_operands(program, inst, chain, origin),
             trips=count(comp),
             stack=program.stack(origin),
             parameter=named and (program.op_name(named) or named.name),
@@ -217,8 +216,7 @@ def find_sites(program: Program | Module) -> list[TransposeSite]:
             placed_at=placed[1],
         )
         if site.blocked and named:
-            lhs_wide = wide and (fold.free_dims(program, origin) or (0, 0))[0] > 1
-            site = dataclasses.replace(site, cost=costs.of(inst, origin, named, lhs_wide))
+            site = dataclasses.replace(site, cost=costs.of(inst, origin, named))
         sites.append(site)
     known = [user_frames(stack) for stack in program.known_stacks()] if sites else []
     lines = layer_lines([site.user_stack for site in sites], known)
